@@ -1,0 +1,79 @@
+"""Value objects of a plan: steps, snapshots, violations, policies and forms."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+MAX_TITLE_CHARS = 200
+MAX_STEP_TITLE_CHARS = 500
+MAX_STEP_ID_CHARS = 64
+MAX_STEPS = 100
+
+
+class Form(StrEnum):
+    """The shape of a proposal as the agent sent it."""
+
+    STRICT = "strict"  # plan_update: title + steps with ids
+    CODEX = "codex"  # update_plan: a complete list of {step, status}
+
+
+class Policy(StrEnum):
+    """The rule set a plan is held to; fixed by its first proposal."""
+
+    STRICT = "strict"
+    REPLACE = "replace"
+
+    @classmethod
+    def for_form(cls, form: Form) -> Policy:
+        return cls.STRICT if form is Form.STRICT else cls.REPLACE
+
+
+class StepStatus(StrEnum):
+    PENDING = "pending"
+    IN_PROGRESS = "in_progress"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+
+
+ALLOWED_STATUSES: dict[Policy, frozenset[str]] = {
+    Policy.STRICT: frozenset({"pending", "in_progress", "completed"}),
+    Policy.REPLACE: frozenset({"pending", "in_progress", "completed", "cancelled"}),
+}
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Step(Frozen):
+    """One step of a plan. `status` is kept as sent so the rules can name a bad one."""
+
+    id: str
+    title: str
+    status: str
+
+
+class PlanSnapshot(Frozen):
+    """A complete plan: what the agent proposed, normalised (trimmed, ids derived)."""
+
+    title: str | None
+    goal_id: str | None = None
+    steps: tuple[Step, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.steps
+
+
+class Violation(Frozen):
+    """One broken rule, with a message a model can act on."""
+
+    code: str
+    message: str
+    step_id: str | None = None
+    index: int | None = None
+
+    def as_json(self) -> dict[str, object]:
+        return self.model_dump(mode="json", exclude_none=True)

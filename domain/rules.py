@@ -1,0 +1,219 @@
+"""The plan rules of both policies. Pure functions from snapshots to violations.
+
+The same functions decide a proposal and re-check every commit on replay.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+
+from domain.models import (
+    ALLOWED_STATUSES,
+    MAX_STEP_ID_CHARS,
+    MAX_STEP_TITLE_CHARS,
+    MAX_STEPS,
+    MAX_TITLE_CHARS,
+    PlanSnapshot,
+    Policy,
+    Violation,
+)
+
+STEP_ID_PATTERN = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def check_snapshot(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
+    """Rules a single snapshot must meet on its own (spec rules 1-6, 9 and the bounds)."""
+    problems: list[Violation] = []
+    title = snapshot.title or ""
+    if policy is Policy.STRICT and not title.strip():
+        problems.append(
+            Violation(code="blank_title", message="Give the plan a short, non-blank `title`.")
+        )
+    if len(title) > MAX_TITLE_CHARS:
+        problems.append(
+            Violation(
+                code="too_long",
+                message=f"The plan title is {len(title)} characters; keep it to "
+                f"{MAX_TITLE_CHARS}.",
+            )
+        )
+    if len(snapshot.steps) > MAX_STEPS:
+        problems.append(
+            Violation(
+                code="too_many_steps",
+                message=f"The plan has {len(snapshot.steps)} steps; keep it to {MAX_STEPS} "
+                "(a plan says what still needs doing, not every detail).",
+            )
+        )
+    problems += _check_steps(policy, snapshot)
+    problems += _check_in_progress(policy, snapshot)
+    return problems
+
+
+def _check_steps(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
+    problems: list[Violation] = []
+    allowed = ALLOWED_STATUSES[policy]
+    seen: set[str] = set()
+    for index, step in enumerate(snapshot.steps):
+        step_id = step.id or None
+        if not step.id.strip():
+            problems.append(
+                Violation(
+                    code="blank_step_id",
+                    message=f"Step {index} needs a non-blank `id`.",
+                    index=index,
+                )
+            )
+        elif len(step.id) > MAX_STEP_ID_CHARS or not STEP_ID_PATTERN.match(step.id):
+            problems.append(
+                Violation(
+                    code="invalid_step_id",
+                    message=f"Step id {step.id[:80]!r} must be 1-{MAX_STEP_ID_CHARS} characters "
+                    "of A-Za-z0-9._-.",
+                    step_id=step_id,
+                    index=index,
+                )
+            )
+        elif step.id in seen:
+            problems.append(
+                Violation(
+                    code="duplicate_step_id",
+                    message=f"Step id {step.id!r} is used more than once; every step needs its "
+                    "own id.",
+                    step_id=step_id,
+                    index=index,
+                )
+            )
+        seen.add(step.id)
+        if not step.title.strip():
+            problems.append(
+                Violation(
+                    code="blank_step_title",
+                    message=f"Step {index} needs a non-blank title saying what will be done.",
+                    step_id=step_id,
+                    index=index,
+                )
+            )
+        elif len(step.title) > MAX_STEP_TITLE_CHARS:
+            problems.append(
+                Violation(
+                    code="too_long",
+                    message=f"Step {index} is {len(step.title)} characters; keep it to "
+                    f"{MAX_STEP_TITLE_CHARS} (put research notes elsewhere).",
+                    step_id=step_id,
+                    index=index,
+                )
+            )
+        if step.status not in allowed:
+            problems.append(
+                Violation(
+                    code="invalid_status",
+                    message=f"Step {index} has status {step.status[:40]!r}; use one of "
+                    f"{', '.join(sorted(allowed))}.",
+                    step_id=step_id,
+                    index=index,
+                )
+            )
+    return problems
+
+
+def _check_in_progress(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
+    statuses = [step.status for step in snapshot.steps]
+    active = statuses.count("in_progress")
+    if active > 1:
+        return [
+            Violation(
+                code="multiple_in_progress",
+                message=f"{active} steps are in_progress; mark exactly one as the current step "
+                "and the others pending or completed.",
+            )
+        ]
+    if policy is Policy.STRICT and active == 0 and "pending" in statuses:
+        return [
+            Violation(
+                code="no_step_in_progress",
+                message="Pending work remains but no step is in_progress; mark the step you are "
+                "working on now as in_progress.",
+            )
+        ]
+    return []
+
+
+def check_transition(
+    policy: Policy,
+    previous: PlanSnapshot | None,
+    accepted_ids: Collection[str],
+    snapshot: PlanSnapshot,
+) -> list[Violation]:
+    """Rules across revisions (spec rules 7-8). The replace policy has none."""
+    if policy is not Policy.STRICT:
+        return []
+    problems: list[Violation] = []
+    present = {step.id for step in snapshot.steps}
+    for step_id in sorted(set(accepted_ids) - present):
+        problems.append(
+            Violation(
+                code="step_removed",
+                message=f"Step {step_id!r} was accepted in an earlier revision; keep it (you may "
+                "retitle or reorder it, or complete it).",
+                step_id=step_id,
+            )
+        )
+    before = {step.id: step.status for step in previous.steps} if previous else {}
+    for index, step in enumerate(snapshot.steps):
+        if before.get(step.id) == "completed" and step.status in ("pending", "in_progress"):
+            problems.append(
+                Violation(
+                    code="completed_step_reopened",
+                    message=f"Step {step.id!r} is already completed and cannot go back to "
+                    f"{step.status}; add a new step for further work.",
+                    step_id=step.id,
+                    index=index,
+                )
+            )
+    return problems
+
+
+def check_revision(expected: int | None, current: int) -> list[Violation]:
+    """Rule 10: a proposal that names a revision must name the current one."""
+    if expected is None or expected == current:
+        return []
+    return [
+        Violation(
+            code="revision_conflict",
+            message=f"You based this on revision {expected} but the plan is at revision "
+            f"{current}; read the current plan and send your update against it.",
+        )
+    ]
+
+
+def check_goal(goal_id: str | None, session_goals: Collection[str]) -> list[Violation]:
+    """A plan's goal_id must name a goal of the same session."""
+    if goal_id is None or goal_id in session_goals:
+        return []
+    return [
+        Violation(
+            code="unknown_goal",
+            message=f"No goal {goal_id[:80]!r} exists in this session; start the goal first or "
+            "leave `goal_id` out.",
+        )
+    ]
+
+
+def step_transitions(
+    previous: PlanSnapshot | None, snapshot: PlanSnapshot
+) -> list[tuple[str, str | None, str | None]]:
+    """(step_id, from, to) for every step whose status changed, was added or was removed."""
+    before = {step.id: step.status for step in previous.steps} if previous else {}
+    after = {step.id: step.status for step in snapshot.steps}
+    changes: list[tuple[str, str | None, str | None]] = []
+    for step_id, status in after.items():
+        if before.get(step_id) != status:
+            changes.append((step_id, before.get(step_id), status))
+    changes += [(step_id, status, None) for step_id, status in before.items() if step_id not in after]
+    return changes
+
+
+def all_ids(snapshots: Sequence[PlanSnapshot]) -> set[str]:
+    return {step.id for snapshot in snapshots for step in snapshot.steps}

@@ -1,0 +1,154 @@
+"""The Session aggregate: the user-controlled collaboration mode and the session's goals.
+
+Goals live inside their session: every goal event names its `goal_id`, and a plan's
+`goal_id` is checked against the goals of the same session.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from domain.base import Aggregate
+from domain.errors import CorruptHistory, GoalExists, GoalNotFound, IllegalTransition
+from domain.models import Frozen
+
+
+class Mode(StrEnum):
+    WORK = "work"
+    PLAN = "plan"
+
+
+class GoalState(StrEnum):
+    ACTIVE = "active"
+    BLOCKED = "blocked"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+
+
+# The goal lifecycle: active -> completed | cancelled; active <-> blocked.
+GOAL_EDGES: dict[str, tuple[GoalState, GoalState]] = {
+    "block": (GoalState.ACTIVE, GoalState.BLOCKED),
+    "resume": (GoalState.BLOCKED, GoalState.ACTIVE),
+    "complete": (GoalState.ACTIVE, GoalState.COMPLETED),
+    "cancel": (GoalState.ACTIVE, GoalState.CANCELLED),
+}
+
+
+class Goal(Frozen):
+    goal_id: str
+    objective: str
+    state: GoalState
+
+
+class Session(Aggregate):
+    def __init__(self, session_id: str, mode: str) -> None:
+        self.session_id = session_id
+        self.mode = Mode(mode)
+        self.goals: dict[str, Goal] = {}
+
+    @dataclass(frozen=True)
+    class SessionOpened(Aggregate.Created):
+        session_id: str
+        mode: str
+
+    @dataclass(frozen=True)
+    class CollaborationModeChanged(Aggregate.Event):
+        mode: str
+
+        def apply(self, aggregate: Session) -> None:
+            aggregate.mode = Mode(self.mode)
+
+    @dataclass(frozen=True)
+    class GoalStarted(Aggregate.Event):
+        goal_id: str
+        objective: str
+
+        def apply(self, aggregate: Session) -> None:
+            if self.goal_id in aggregate.goals:
+                raise CorruptHistory(
+                    aggregate.session_id,
+                    self.originator_version,
+                    "goal_restarted",
+                    f"goal {self.goal_id!r} was started twice",
+                )
+            aggregate.goals[self.goal_id] = Goal(
+                goal_id=self.goal_id, objective=self.objective, state=GoalState.ACTIVE
+            )
+
+    @dataclass(frozen=True)
+    class GoalTransitioned(Aggregate.Event):
+        """Base of the goal lifecycle events; `edge` names the transition."""
+
+        goal_id: str
+
+        edge = ""
+
+        def apply(self, aggregate: Session) -> None:
+            goal = aggregate.goals.get(self.goal_id)
+            source, target = GOAL_EDGES[self.edge]
+            if goal is None or goal.state != source:
+                raise CorruptHistory(
+                    aggregate.session_id,
+                    self.originator_version,
+                    "illegal_goal_transition",
+                    f"goal {self.goal_id!r} cannot {self.edge} from "
+                    f"{goal.state if goal else 'nothing'}",
+                )
+            aggregate.goals[self.goal_id] = goal.model_copy(update={"state": target})
+
+    @dataclass(frozen=True)
+    class GoalBlocked(GoalTransitioned):
+        edge = "block"
+
+    @dataclass(frozen=True)
+    class GoalResumed(GoalTransitioned):
+        edge = "resume"
+
+    @dataclass(frozen=True)
+    class GoalCompleted(GoalTransitioned):
+        edge = "complete"
+
+    @dataclass(frozen=True)
+    class GoalCancelled(GoalTransitioned):
+        edge = "cancel"
+
+    @classmethod
+    def open(cls, aggregate_id: str, session_id: str, mode: Mode) -> Session:
+        return cls._create(
+            cls.SessionOpened, id=aggregate_id, session_id=session_id, mode=mode.value
+        )
+
+    def change_mode(self, mode: Mode) -> None:
+        """Only the user's explicit command calls this; plan updates never do."""
+        if mode != self.mode:
+            self.trigger_event(self.CollaborationModeChanged, mode=mode.value)
+
+    def start_goal(self, goal_id: str, objective: str) -> None:
+        if goal_id in self.goals:
+            raise GoalExists(self.session_id, goal_id)
+        self.trigger_event(self.GoalStarted, goal_id=goal_id, objective=objective)
+
+    def move_goal(self, goal_id: str, edge: str) -> None:
+        goal = self.goals.get(goal_id)
+        if goal is None:
+            raise GoalNotFound(self.session_id, goal_id)
+        source, _ = GOAL_EDGES[edge]
+        if goal.state != source:
+            raise IllegalTransition(
+                f"goal {goal_id!r} is {goal.state}; it can {edge} only when {source}"
+            )
+        self.trigger_event(EDGE_EVENTS[edge], goal_id=goal_id)
+
+    @property
+    def should_continue(self) -> bool:
+        """True exactly when the session has an active goal; a plan never makes it true."""
+        return any(goal.state == GoalState.ACTIVE for goal in self.goals.values())
+
+
+EDGE_EVENTS: dict[str, type[Session.GoalTransitioned]] = {
+    "block": Session.GoalBlocked,
+    "resume": Session.GoalResumed,
+    "complete": Session.GoalCompleted,
+    "cancel": Session.GoalCancelled,
+}

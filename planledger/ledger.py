@@ -1,0 +1,386 @@
+"""The ledger application: every command goes through here, on SQLite or PostgreSQL."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.domain import OriginatorVersionError
+from eventsourcing.persistence import IntegrityError, JSONTranscoder
+from eventsourcing.utils import Environment, EnvType, get_topic
+
+from domain.base import Aggregate, Event
+from domain.errors import (
+    CorruptHistory,
+    LedgerError,
+    ProposalNotFound,
+    SessionExists,
+    SessionNotFound,
+)
+from domain.forms import parse_proposal
+from domain.ids import plan_aggregate_id, session_aggregate_id, validate_id
+from domain.models import PlanSnapshot, Violation
+from domain.plan import Outcome, PendingProposal, Plan
+from domain.session import Goal, Mode, Session
+from planledger.settings import DatabaseSettings, database_settings
+from planledger.transcoding import PydanticTranscoding
+from projections.history import history_entries
+from projections.plan_view import plan_view, plan_view_at
+from projections.shapes import (
+    Decision,
+    GoalView,
+    History,
+    PlanView,
+    Problem,
+    SessionView,
+    VerifyReport,
+)
+
+MAX_ATTEMPTS = 100
+A = TypeVar("A", bound=Aggregate)
+
+
+class InvalidInput(LedgerError):
+    """The input could not be read as a proposal at all (not a JSON object)."""
+
+
+class Contention(LedgerError):
+    """Too many concurrent writers on one plan; nothing was lost, try again."""
+
+
+def fingerprint(payload: Mapping[str, Any]) -> str:
+    """Content identity of a proposal, for idempotent retries (ignores `proposal_id`)."""
+    body = {k: v for k, v in payload.items() if k != "proposal_id"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class Ledger(Application[str]):
+    """Plans, sessions and goals as events; decisions under optimistic concurrency."""
+
+    name = "planledger"
+    snapshotting_intervals = {Plan: 100, Session: 100}  # noqa: RUF012 (library API)
+
+    def __init__(self, database: DatabaseSettings | str | None = None) -> None:
+        settings = database if isinstance(database, DatabaseSettings) else database_settings(
+            database
+        )
+        self.database = settings
+        super().__init__(env=settings.env)
+
+    def construct_env(self, name: str, env: EnvType | None = None) -> Environment:
+        # Only our own setting counts: never os.environ, never silent in-memory storage.
+        values = dict(env or {})
+        values["IS_SNAPSHOTTING_ENABLED"] = "y"
+        return Environment(name, values)
+
+    def register_transcodings(self, transcoder: JSONTranscoder) -> None:
+        super().register_transcodings(transcoder)
+        for model in (PlanSnapshot, Violation, PendingProposal, Outcome, Goal):
+            transcoder.register(PydanticTranscoding(model))
+
+    # -- sessions and goals -----------------------------------------------------------------
+
+    def open_session(self, session_id: str, mode: Mode = Mode.WORK) -> SessionView:
+        """Open a session (and its empty plan). SessionExists if it is already open."""
+        validate_id(session_id)
+        session = Session.open(session_aggregate_id(session_id), session_id, Mode(mode))
+        plan = Plan.create(plan_aggregate_id(session_id), session_id)
+        try:
+            self.save(session, plan)
+        except IntegrityError:
+            raise SessionExists(session_id) from None
+        return session_view(session)
+
+    def session(self, session_id: str) -> SessionView:
+        return session_view(self._session(session_id))
+
+    def set_mode(self, session_id: str, mode: Mode) -> SessionView:
+        """The user's explicit mode switch, recorded as CollaborationModeChanged."""
+        return session_view(self._update(session_id, self._session, lambda s: s.change_mode(mode)))
+
+    def start_goal(self, session_id: str, goal_id: str, objective: str) -> SessionView:
+        validate_id(goal_id, "goal id")
+        if not objective.strip():
+            raise InvalidInput("a goal needs a non-blank objective")
+        return session_view(
+            self._update(session_id, self._session, lambda s: s.start_goal(goal_id, objective))
+        )
+
+    def move_goal(self, session_id: str, goal_id: str, edge: str) -> SessionView:
+        """edge: block, resume, complete or cancel."""
+        return session_view(
+            self._update(session_id, self._session, lambda s: s.move_goal(goal_id, edge))
+        )
+
+    def should_continue(self, session_id: str) -> bool:
+        return self._session(session_id).should_continue
+
+    # -- plans ------------------------------------------------------------------------------
+
+    def submit(
+        self,
+        session_id: str,
+        payload: Any,
+        *,
+        client: str | None = None,
+        proposal_id: str | None = None,
+    ) -> Decision:
+        """Propose and decide in one call (CLI, HTTP, ACP, MCP)."""
+        return self._propose(session_id, payload, client, proposal_id, decide=True)
+
+    def propose(
+        self,
+        session_id: str,
+        payload: Any,
+        *,
+        client: str | None = None,
+        proposal_id: str | None = None,
+    ) -> str:
+        """Stage one: record the proposal undecided; returns its proposal_id."""
+        decision = self._propose(session_id, payload, client, proposal_id, decide=False)
+        return decision.proposal_id
+
+    def decide(self, session_id: str, proposal_id: str) -> Decision:
+        """Stage two: decide a recorded proposal, or return the outcome it already has."""
+        for _ in self._attempts():
+            plan = self._plan(session_id)
+            outcome = plan.outcomes.get(proposal_id)
+            if outcome is None:
+                raise ProposalNotFound(f"session {session_id!r} has no proposal {proposal_id!r}")
+            if outcome.status != "pending":
+                return decision_of(proposal_id, outcome, plan.revision)
+            outcome = plan.decide(self._goals_for(session_id, plan.pending))
+            decision = self._save_decision(plan, proposal_id, outcome)
+            if decision is not None:
+                return decision
+        raise Contention(f"too many concurrent writers on session {session_id!r}")
+
+    def _propose(
+        self,
+        session_id: str,
+        payload: Any,
+        client: str | None,
+        proposal_id: str | None,
+        *,
+        decide: bool,
+    ) -> Decision:
+        if not isinstance(payload, Mapping):
+            raise InvalidInput("a plan proposal must be a JSON object")
+        parsed = parse_proposal(payload)
+        proposal_id = parsed.proposal_id or proposal_id or uuid.uuid4().hex
+        validate_id(proposal_id, "proposal id")
+        content = fingerprint(payload)
+        for _ in self._attempts():
+            plan = self._plan(session_id)
+            known = plan.outcomes.get(proposal_id)
+            if known is not None and known.fingerprint != content:
+                return reused_decision(proposal_id, plan.revision)
+            if known is not None and (known.status != "pending" or not decide):
+                return decision_of(proposal_id, known, plan.revision)
+            if known is None:
+                plan.propose(proposal_id, parsed, content, client)
+            outcome = plan.outcomes[proposal_id]
+            if decide:
+                outcome = plan.decide(self._goals_for(session_id, plan.pending))
+            decision = self._save_decision(plan, proposal_id, outcome)
+            if decision is not None:
+                return decision
+        raise Contention(f"too many concurrent writers on session {session_id!r}")
+
+    def _save_decision(self, plan: Plan, proposal_id: str, outcome: Outcome) -> Decision | None:
+        """Save; None when another writer got there first (the caller re-decides)."""
+        try:
+            recordings = self.save(plan)
+        except IntegrityError:
+            return None
+        decision = decision_of(proposal_id, outcome, plan.revision)
+        decision.position = recordings[-1].notification.id if recordings else None
+        return decision
+
+    def _goals_for(self, session_id: str, pending: PendingProposal | None) -> set[str]:
+        # Only a proposal that names a goal costs a read of the session.
+        if pending is None or pending.candidate is None or pending.candidate.goal_id is None:
+            return set()
+        return set(self._session(session_id).goals)
+
+    def plan(self, session_id: str, revision: int | None = None) -> PlanView:
+        """The plan now, or as it stood at `revision`."""
+        if revision is None:
+            return plan_view(self._plan(session_id))
+        self._plan(session_id)  # the session must exist and its history must be sound
+        return plan_view_at(session_id, self._events(plan_aggregate_id(session_id)), revision)
+
+    def history(self, session_id: str) -> History:
+        self._plan(session_id)
+        events = self._events(plan_aggregate_id(session_id))
+        return History(session_id=session_id, entries=history_entries(events))
+
+    # -- verification -----------------------------------------------------------------------
+
+    def session_ids(self) -> list[str]:
+        """Every opened session, in the order they were opened."""
+        topic = get_topic(Session.SessionOpened)
+        ids: list[str] = []
+        start = 1
+        while True:
+            page = self.recorder.select_notifications(start, 500, topics=[topic])
+            ids += [str(n.originator_id).removeprefix("session:") for n in page]
+            if len(page) < 500:
+                return ids
+            start = page[-1].id + 1
+
+    def verify(self, session_ids: Sequence[str] | None = None) -> VerifyReport:
+        """Replay every event from the first (never from a snapshot), re-checking every rule."""
+        ids = list(session_ids) if session_ids else self.session_ids()
+        problems: list[Problem] = []
+        for session_id in ids:
+            problems += self.verify_session(session_id)
+        return VerifyReport(ok=not problems, sessions_checked=len(ids), problems=problems)
+
+    def verify_session(self, session_id: str) -> list[Problem]:
+        validate_id(session_id)
+        session, problem = self._replay(session_aggregate_id(session_id), session_id)
+        if problem:
+            return [problem]
+        if session is None:
+            return [Problem(session_id=session_id, position=0, rule="session_not_found",
+                            message=f"no session {session_id!r}")]
+        plan, problem = self._replay(plan_aggregate_id(session_id), session_id)
+        if problem:
+            return [problem]
+        if plan is None:
+            return [Problem(session_id=session_id, position=0, rule="missing_plan",
+                            message="the session has no plan stream")]
+        assert isinstance(plan, Plan) and isinstance(session, Session)
+        goal_id = plan.snapshot.goal_id if plan.snapshot else None
+        if goal_id is not None and goal_id not in session.goals:
+            return [Problem(session_id=session_id, position=plan.version, rule="unknown_goal",
+                            message=f"the plan names goal {goal_id!r}, not a goal of the session")]
+        return []
+
+    def _replay(self, aggregate_id: str, session_id: str) -> tuple[Any, Problem | None]:
+        aggregate: Any = None
+        for stored in self.recorder.select_events(aggregate_id):
+            position = stored.originator_version
+            try:
+                event = self.mapper.to_domain_event(stored)
+                aggregate = event.mutate(aggregate)
+            except CorruptHistory as error:
+                return aggregate, Problem(session_id=session_id, position=error.position,
+                                          rule=error.rule, message=error.detail)
+            except OriginatorVersionError as error:
+                return aggregate, Problem(session_id=session_id, position=position,
+                                          rule="missing_event", message=str(error))
+            except Exception as error:  # an edited row that no longer decodes
+                return aggregate, Problem(
+                    session_id=session_id,
+                    position=position,
+                    rule="unreadable_event",
+                    message=f"{type(error).__name__}: {str(error).splitlines()[0][:300]}",
+                )
+        return aggregate, None
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _plan(self, session_id: str) -> Plan:
+        return self._get(plan_aggregate_id(session_id), session_id, Plan)
+
+    def _session(self, session_id: str) -> Session:
+        return self._get(session_aggregate_id(session_id), session_id, Session)
+
+    def _get(self, aggregate_id: str, session_id: str, kind: type[A]) -> A:
+        validate_id(session_id)
+        try:
+            aggregate = self.repository.get(aggregate_id)
+        except AggregateNotFoundError:
+            raise SessionNotFound(session_id) from None
+        except LedgerError:
+            raise
+        except Exception:
+            # A stored event that no longer decodes: name where, like verify does.
+            _, problem = self._replay(aggregate_id, session_id)
+            if problem is None:
+                raise
+            raise CorruptHistory(session_id, problem.position, problem.rule, problem.message)
+        assert isinstance(aggregate, kind)
+        return aggregate
+
+    def _update(
+        self, session_id: str, load: Callable[[str], A], change: Callable[[A], None]
+    ) -> A:
+        for _ in self._attempts():
+            aggregate = load(session_id)
+            change(aggregate)
+            try:
+                self.save(aggregate)
+            except IntegrityError:
+                continue
+            return aggregate
+        raise Contention(f"too many concurrent writers on session {session_id!r}")
+
+    def _events(self, aggregate_id: str) -> Iterator[Event]:
+        for event in self.events.get(aggregate_id):
+            assert isinstance(event, Event)
+            yield event
+
+    @staticmethod
+    def _attempts() -> Iterator[int]:
+        for attempt in range(MAX_ATTEMPTS):
+            if attempt:
+                # Jittered backoff so a crowd of losers does not collide again in lockstep.
+                time.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))
+            yield attempt
+
+
+def session_view(session: Session) -> SessionView:
+    return SessionView(
+        session_id=session.session_id,
+        mode=str(session.mode),
+        goals=[
+            GoalView(goal_id=goal.goal_id, objective=goal.objective, state=str(goal.state))
+            for goal in session.goals.values()
+        ],
+        should_continue=session.should_continue,
+    )
+
+
+def decision_of(proposal_id: str, outcome: Outcome, current_revision: int) -> Decision:
+    violations = list(outcome.violations)
+    if outcome.status == "committed":
+        status = "committed"
+    elif any(v.code == "revision_conflict" for v in violations):
+        status = "conflict"
+    else:
+        status = "rejected"
+    return Decision(
+        status=status,  # type: ignore[arg-type]
+        revision=current_revision,
+        proposal_id=proposal_id,
+        violations=violations,
+        current_revision=current_revision,
+    )
+
+
+def reused_decision(proposal_id: str, current_revision: int) -> Decision:
+    return Decision(
+        status="rejected",
+        revision=current_revision,
+        proposal_id=proposal_id,
+        violations=[
+            Violation(
+                code="proposal_id_reused",
+                message=f"proposal_id {proposal_id!r} was already used for different content; "
+                "send a new proposal_id for a new proposal.",
+            )
+        ],
+        current_revision=current_revision,
+    )
+
+

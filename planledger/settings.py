@@ -1,0 +1,103 @@
+"""The one storage setting: PLANLEDGER_DATABASE_URL (or --database), turned into library env."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from domain.errors import LedgerError
+
+DEFAULT_HOME = Path("~/.local/share/planledger")
+
+
+class SettingsError(LedgerError):
+    pass
+
+
+def home_dir() -> Path:
+    """PLANLEDGER_HOME, or ~/.local/share/planledger."""
+    return Path(os.environ.get("PLANLEDGER_HOME") or DEFAULT_HOME).expanduser()
+
+
+def default_database_url() -> str:
+    return f"sqlite:///{home_dir() / 'ledger.sqlite3'}"
+
+
+@dataclass(frozen=True)
+class DatabaseSettings:
+    """Where the events live, as the environment the `eventsourcing` library reads."""
+
+    url: str
+    env: dict[str, str]
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.env["PERSISTENCE_MODULE"] == "eventsourcing.postgres"
+
+    @property
+    def display_url(self) -> str:
+        """The URL with any password hidden, for messages."""
+        parts = urlsplit(self.url)
+        if parts.password:
+            return self.url.replace(f":{parts.password}@", ":***@", 1)
+        return self.url
+
+
+def resolve_database_url(explicit: str | None = None) -> str:
+    return explicit or os.environ.get("PLANLEDGER_DATABASE_URL") or default_database_url()
+
+
+def database_settings(url: str | None = None) -> DatabaseSettings:
+    """Parse `sqlite:///relative`, `sqlite:////absolute` or `postgresql://user[:pw]@host:port/db`.
+
+    A PostgreSQL URL may carry `?schema=NAME` to keep the ledger's tables in their own schema.
+    """
+    url = resolve_database_url(url)
+    common = {"ORIGINATOR_ID_TYPE": "text", "CREATE_TABLE": "y"}
+    if url.startswith("sqlite://"):
+        path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else ""
+        if not path:
+            raise SettingsError(
+                f"cannot use database URL {url!r}: write sqlite:///relative/path or "
+                "sqlite:////absolute/path"
+            )
+        if path != ":memory:":
+            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            path = str(Path(path).expanduser())
+        return DatabaseSettings(
+            url,
+            {**common, "PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": path,
+             "SQLITE_LOCK_TIMEOUT": "10"},
+        )
+    if url.startswith(("postgresql://", "postgres://")):
+        parts = urlsplit(url)
+        dbname = parts.path.lstrip("/")
+        if not parts.hostname or not dbname or not parts.username:
+            raise SettingsError(
+                f"cannot use database URL {url!r}: write postgresql://user[:password]@host:port/db"
+            )
+        try:
+            port = parts.port or 5432
+        except ValueError as error:
+            raise SettingsError(f"cannot use database URL {url!r}: {error}") from None
+        env = {
+            **common,
+            "PERSISTENCE_MODULE": "eventsourcing.postgres",
+            "POSTGRES_DBNAME": dbname,
+            "POSTGRES_HOST": parts.hostname,
+            "POSTGRES_PORT": str(port),
+            "POSTGRES_USER": unquote(parts.username),
+            # The library insists on a password even under trust authentication.
+            "POSTGRES_PASSWORD": unquote(parts.password or ""),
+            "POSTGRES_CONNECT_TIMEOUT": "5",
+        }
+        schema = parse_qs(parts.query).get("schema")
+        if schema:
+            env["POSTGRES_SCHEMA"] = schema[0]
+        return DatabaseSettings(url, env)
+    raise SettingsError(
+        f"unsupported database URL {url!r}: use sqlite:///path or "
+        "postgresql://user[:password]@host:port/db"
+    )

@@ -1,0 +1,100 @@
+"""The machine-readable shapes of the spec: what `--json` prints and HTTP returns."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from domain.models import Step, Violation
+
+
+class PendingProposalView(BaseModel):
+    proposal_id: str
+    form: str | None
+    expected_revision: int | None
+    proposed_at: datetime
+
+
+class RejectionView(BaseModel):
+    proposal_id: str
+    violations: list[Violation]
+
+
+class PlanView(BaseModel):
+    session_id: str
+    revision: int
+    policy: str | None
+    title: str | None
+    goal_id: str | None
+    steps: list[Step]
+    pending_proposal: PendingProposalView | None
+    last_rejection: RejectionView | None = None
+    updated_at: datetime | None
+
+
+DecisionStatus = Literal["committed", "rejected", "conflict"]
+
+
+class Decision(BaseModel):
+    status: DecisionStatus
+    revision: int = Field(description="The committed revision after the call.")
+    proposal_id: str
+    violations: list[Violation] = []
+    current_revision: int
+    position: int | None = Field(
+        default=None, description="Notification id of the last event written (None if none)."
+    )
+
+
+class Transition(BaseModel):
+    step_id: str
+    from_: str | None = Field(alias="from", serialization_alias="from")
+    to: str | None
+
+    model_config = {"populate_by_name": True}
+
+
+class HistoryEntry(BaseModel):
+    position: int
+    kind: Literal["proposed", "committed", "rejected"]
+    proposal_id: str
+    at: datetime
+    revision: int | None = None
+    form: str | None = None
+    client: str | None = None
+    expected_revision: int | None = None
+    transitions: list[Transition] | None = None
+    violations: list[Violation] | None = None
+
+
+class History(BaseModel):
+    session_id: str
+    entries: list[HistoryEntry]
+
+
+class GoalView(BaseModel):
+    goal_id: str
+    objective: str
+    state: str
+
+
+class SessionView(BaseModel):
+    session_id: str
+    mode: str
+    goals: list[GoalView]
+    should_continue: bool
+
+
+class Problem(BaseModel):
+    session_id: str
+    position: int
+    rule: str
+    message: str
+
+
+class VerifyReport(BaseModel):
+    ok: bool
+    sessions_checked: int
+    problems: list[Problem]
