@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 MAX_TITLE_CHARS = 200
 MAX_STEP_TITLE_CHARS = 500
@@ -75,5 +77,8 @@ class Violation(Frozen):
     step_id: str | None = None
     index: int | None = None
 
-    def as_json(self) -> dict[str, object]:
-        return self.model_dump(mode="json", exclude_none=True)
+    @model_serializer(mode="wrap")
+    def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # `step_id` and `index` appear only where they apply.
+        data: dict[str, Any] = handler(self)
+        return {key: value for key, value in data.items() if value is not None}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -72,6 +72,15 @@ class HistoryEntry(BaseModel):
 class History(BaseModel):
     session_id: str
     entries: list[HistoryEntry]
+
+    def as_json(self) -> dict[str, Any]:
+        """The spec's shape: optional entry keys left out, `from`/`to` kept even when null."""
+        data = self.model_dump(mode="json", by_alias=True)
+        data["entries"] = [
+            {key: value for key, value in entry.items() if value is not None}
+            for entry in data["entries"]
+        ]
+        return data
 
 
 class GoalView(BaseModel):

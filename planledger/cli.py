@@ -1,0 +1,309 @@
+"""`planledger`: the command line. Errors are one line on stderr, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+
+from domain.errors import (
+    CorruptHistory,
+    GoalExists,
+    GoalNotFound,
+    IllegalTransition,
+    InvalidId,
+    LedgerError,
+    ProposalNotFound,
+    RevisionNotFound,
+    SessionExists,
+    SessionNotFound,
+)
+from domain.session import Mode
+from planledger import render
+from planledger.ledger import InvalidInput, Ledger
+from planledger.settings import SettingsError, database_settings
+
+EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_REJECTED, EXIT_CONFLICT = 0, 1, 2, 3, 4
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+app = typer.Typer(
+    name="planledger",
+    help="A durable, event-sourced ledger for the execution plans of AI coding agents.\n\n"
+    "Every proposal, commit and rejection is an event; the plan rules are enforced when a "
+    "proposal is decided and re-checked on every replay.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+session_app = typer.Typer(help="Open sessions and switch the user-controlled mode.",
+                          no_args_is_help=True)
+goal_app = typer.Typer(help="Durable goals: the only thing that may ask for another turn.",
+                       no_args_is_help=True)
+plan_app = typer.Typer(help="Propose, show and audit a session's plan.", no_args_is_help=True)
+app.add_typer(session_app, name="session")
+app.add_typer(goal_app, name="goal")
+app.add_typer(plan_app, name="plan")
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+SessionArg = Annotated[str, typer.Argument(metavar="ID", help="The session id.")]
+
+
+class ModeChoice(StrEnum):
+    work = "work"
+    plan = "plan"
+
+
+class _State:
+    database: str | None = None
+    ledger: Ledger | None = None
+
+
+state = _State()
+
+
+def ledger() -> Ledger:
+    """The ledger, opened on first use (so `--help` never touches a database)."""
+    if state.ledger is None:
+        state.ledger = Ledger(database_settings(state.database))
+    return state.ledger
+
+
+@app.callback()
+def _global(
+    database: Annotated[
+        str | None,
+        typer.Option(
+            "--database",
+            metavar="URL",
+            help="sqlite:///relative/path, sqlite:////absolute/path or "
+            "postgresql://user[:password]@host:port/db. Default: $PLANLEDGER_DATABASE_URL, "
+            "else SQLite at $PLANLEDGER_HOME/ledger.sqlite3.",
+        ),
+    ] = None,
+) -> None:
+    state.database = database
+
+
+def emit(as_json: bool, model: BaseModel | dict[str, Any], human: object) -> None:
+    if as_json:
+        data = model.model_dump(mode="json", by_alias=True) if isinstance(model, BaseModel) else model
+        out.print_json(json.dumps(data))
+    else:
+        out.print(human)
+
+
+# -- sessions ---------------------------------------------------------------------------------
+
+
+@session_app.command("open")
+def session_open(
+    session_id: SessionArg,
+    mode: Annotated[ModeChoice, typer.Option(help="Collaboration mode.")] = ModeChoice.work,
+    as_json: JsonFlag = False,
+) -> None:
+    """Open a session (exit 2 if it exists or the id is invalid)."""
+    view = ledger().open_session(session_id, Mode(mode.value))
+    emit(as_json, view, render.session_text(view))
+
+
+@session_app.command("mode")
+def session_mode(session_id: SessionArg, mode: ModeChoice, as_json: JsonFlag = False) -> None:
+    """Switch the collaboration mode: the user's explicit command, recorded as an event."""
+    view = ledger().set_mode(session_id, Mode(mode.value))
+    emit(as_json, view, render.session_text(view))
+
+
+@session_app.command("show")
+def session_show(session_id: SessionArg, as_json: JsonFlag = False) -> None:
+    """Mode, goals and should_continue of a session."""
+    view = ledger().session(session_id)
+    emit(as_json, view, render.session_text(view))
+
+
+# -- goals ------------------------------------------------------------------------------------
+
+GoalArg = Annotated[str, typer.Argument(metavar="GOAL_ID")]
+
+
+@goal_app.command("start")
+def goal_start(
+    session_id: SessionArg,
+    goal_id: GoalArg,
+    objective: Annotated[str, typer.Argument(metavar="OBJECTIVE")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Start a durable goal in a session."""
+    view = ledger().start_goal(session_id, goal_id, objective)
+    emit(as_json, view, render.session_text(view))
+
+
+def _goal_edge(edge: str, doc: str) -> None:
+    def command(session_id: SessionArg, goal_id: GoalArg, as_json: JsonFlag = False) -> None:
+        view = ledger().move_goal(session_id, goal_id, edge)
+        emit(as_json, view, render.session_text(view))
+
+    command.__doc__ = doc
+    goal_app.command(edge)(command)
+
+
+_goal_edge("complete", "Complete an active goal (exit 3 if it is not active).")
+_goal_edge("block", "Block an active goal (exit 3 if it is not active).")
+_goal_edge("resume", "Resume a blocked goal (exit 3 if it is not blocked).")
+_goal_edge("cancel", "Cancel an active goal (exit 3 if it is not active).")
+
+
+# -- plans ------------------------------------------------------------------------------------
+
+
+def read_payload(source: str) -> Any:
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise InvalidInput(f"cannot read {source!r}: {error}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        where = "standard input" if source == "-" else source
+        raise InvalidInput(f"{where} is not JSON: {error}") from None
+
+
+@plan_app.command("update")
+def plan_update(
+    session_id: SessionArg,
+    source: Annotated[
+        str, typer.Argument(metavar="[FILE|-]", help="JSON proposal in either form; - is stdin.")
+    ] = "-",
+    expected_revision: Annotated[
+        int | None,
+        typer.Option(min=0, help="Commit only if the plan is still at this revision "
+                     "(overrides the payload's expected_revision)."),
+    ] = None,
+    proposal_id: Annotated[
+        str | None,
+        typer.Option(help="Client-chosen id: resending the same content returns the recorded "
+                     "outcome and writes nothing."),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Propose a plan (plan_update or update_plan form, detected) and decide it at once.
+
+    Exit 0 committed, 3 rejected (every violation printed), 4 revision conflict,
+    2 unknown session or unreadable input.
+    """
+    payload = read_payload(source)
+    if isinstance(payload, dict) and expected_revision is not None:
+        payload = {**payload, "expected_revision": expected_revision}
+    decision = ledger().submit(session_id, payload, client="cli", proposal_id=proposal_id)
+    emit(as_json, decision, render.decision_text(decision))
+    if decision.status == "conflict":
+        raise typer.Exit(EXIT_CONFLICT)
+    if decision.status == "rejected":
+        raise typer.Exit(EXIT_REJECTED)
+
+
+@plan_app.command("show")
+def plan_show(
+    session_id: SessionArg,
+    revision: Annotated[
+        int | None, typer.Option(min=0, help="Show the plan as it stood at this revision.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """The plan now, or at an earlier revision."""
+    view = ledger().plan(session_id, revision)
+    emit(as_json, view, render.plan_panel(view))
+
+
+@plan_app.command("history")
+def plan_history(session_id: SessionArg, as_json: JsonFlag = False) -> None:
+    """Every proposal, commit and rejection, with each commit's step transitions."""
+    history = ledger().history(session_id)
+    emit(as_json, history.as_json(), render.history_table(history))
+
+
+# -- verification and demo --------------------------------------------------------------------
+
+
+@app.command("verify")
+def verify(
+    session_ids: Annotated[
+        list[str] | None, typer.Argument(metavar="[ID ...]", help="Sessions (default: all).")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Replay every event from the first, ignoring snapshots, re-checking every rule.
+
+    Exit 0 clean, 1 corrupt (naming session, event position and rule).
+    """
+    report = ledger().verify(session_ids or None)
+    emit(as_json, report, render.verify_text(report))
+    if not report.ok:
+        raise typer.Exit(EXIT_FAILED)
+
+
+@app.command("demo")
+def demo() -> None:
+    """A scripted walk through one session on the embedded default database."""
+    from planledger.demo import run_demo
+
+    run_demo(ledger(), out)
+
+
+# -- entry point ------------------------------------------------------------------------------
+
+EXIT_CODES: list[tuple[type[Exception], int]] = [
+    (CorruptHistory, EXIT_FAILED),
+    (IllegalTransition, EXIT_REJECTED),
+    (SessionNotFound, EXIT_INVALID),
+    (SessionExists, EXIT_INVALID),
+    (GoalNotFound, EXIT_INVALID),
+    (GoalExists, EXIT_INVALID),
+    (InvalidId, EXIT_INVALID),
+    (InvalidInput, EXIT_INVALID),
+    (ProposalNotFound, EXIT_INVALID),
+    (RevisionNotFound, EXIT_INVALID),
+    (SettingsError, EXIT_INVALID),
+]
+
+
+def fail(message: str, code: int) -> NoReturn:
+    err.print(f"planledger: error: {message}", markup=False)
+    raise SystemExit(code)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console script entry point."""
+    try:
+        # Standalone mode: usage errors print and exit 2, typer.Exit sets the code.
+        app(args=argv, prog_name="planledger")
+    except LedgerError as error:
+        exit_code = next((c for kind, c in EXIT_CODES if isinstance(error, kind)), EXIT_FAILED)
+        fail(str(error), exit_code)
+    except Exception as error:
+        if os.environ.get("PLANLEDGER_DEBUG"):
+            raise
+        fail(describe_unexpected(error), EXIT_FAILED)
+    finally:
+        if state.ledger is not None:
+            state.ledger.close()
+
+
+def describe_unexpected(error: Exception) -> str:
+    """One line for an error we did not expect, e.g. an unreachable database."""
+    from eventsourcing.persistence import OperationalError, PersistenceError
+
+    first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    if isinstance(error, OperationalError | PersistenceError) or "connection" in first_line:
+        where = database_settings(state.database).display_url
+        return f"cannot use the database at {where}: {first_line}"
+    return f"{type(error).__name__}: {first_line} (set PLANLEDGER_DEBUG=1 for a traceback)"

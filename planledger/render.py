@@ -1,0 +1,117 @@
+"""Terminal renderings of the views (rich). Clients render; they decide nothing."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from projections.shapes import Decision, History, PlanView, SessionView, VerifyReport
+
+STATUS_MARK = {
+    "completed": ("[x]", "green"),
+    "in_progress": ("[>]", "bold yellow"),
+    "pending": ("[ ]", "default"),
+    "cancelled": ("[-]", "dim strike"),
+}
+
+
+def plan_panel(view: PlanView) -> Panel:
+    lines: list[Text] = []
+    if not view.steps:
+        lines.append(Text("no plan", style="dim italic"))
+    for step in view.steps:
+        mark, style = STATUS_MARK.get(step.status, ("[?]", "red"))
+        lines.append(Text.assemble((f"{mark} ", style), (step.title, style), (f"  {step.id}", "dim")))
+    if view.pending_proposal:
+        lines.append(
+            Text(f"undecided proposal {view.pending_proposal.proposal_id}", style="italic cyan")
+        )
+    title = view.title or "(untitled)"
+    subtitle = f"revision {view.revision}" + (f" · {view.policy}" if view.policy else "")
+    if view.goal_id:
+        subtitle += f" · goal {view.goal_id}"
+    return Panel(Group(*lines), title=f"[bold]{title}[/]", subtitle=subtitle, expand=False)
+
+
+def decision_text(decision: Decision) -> Group:
+    if decision.status == "committed":
+        head = Text(f"committed revision {decision.revision}", style="bold green")
+    elif decision.status == "conflict":
+        head = Text(
+            f"conflict: the plan is at revision {decision.current_revision}", style="bold yellow"
+        )
+    else:
+        head = Text(f"rejected (plan stays at revision {decision.revision})", style="bold red")
+    lines = [head]
+    for violation in decision.violations:
+        where = violation.step_id or (f"#{violation.index}" if violation.index is not None else "")
+        lines.append(
+            Text.assemble(
+                ("  - ", "red"),
+                (violation.code, "bold"),
+                (f" [{where}]" if where else "", "dim"),
+                f": {violation.message}",
+            )
+        )
+    return Group(*lines)
+
+
+def history_table(history: History) -> Table:
+    table = Table(title=f"history of {history.session_id}", show_lines=False)
+    for column in ("pos", "kind", "proposal", "revision", "details"):
+        table.add_column(column)
+    for entry in history.entries:
+        if entry.kind == "committed":
+            details = ", ".join(
+                f"{t.step_id}: {t.from_ or '∅'}→{t.to or '∅'}" for t in entry.transitions or []
+            )
+        elif entry.kind == "rejected":
+            details = ", ".join(v.code for v in entry.violations or [])
+        else:
+            details = " ".join(
+                part
+                for part in (
+                    entry.form or "unknown form",
+                    f"expects r{entry.expected_revision}"
+                    if entry.expected_revision is not None
+                    else "",
+                    f"by {entry.client}" if entry.client else "",
+                )
+                if part
+            )
+        style = {"committed": "green", "rejected": "red"}.get(entry.kind, "")
+        table.add_row(
+            str(entry.position),
+            Text(entry.kind, style=style),
+            entry.proposal_id[:12],
+            "" if entry.revision is None else str(entry.revision),
+            details,
+        )
+    return table
+
+
+def session_text(view: SessionView) -> Group:
+    lines = [
+        Text.assemble(("session ", "dim"), (view.session_id, "bold"), ("  mode ", "dim"), view.mode)
+    ]
+    for goal in view.goals:
+        lines.append(Text(f"  goal {goal.goal_id} [{goal.state}]: {goal.objective}"))
+    lines.append(Text(f"  should_continue: {str(view.should_continue).lower()}", style="dim"))
+    return Group(*lines)
+
+
+def verify_text(report: VerifyReport) -> Group:
+    if report.ok:
+        return Group(Text(f"ok: {report.sessions_checked} session(s) replayed, every rule holds",
+                          style="bold green"))
+    lines = [Text(f"CORRUPT: {len(report.problems)} problem(s) in {report.sessions_checked} "
+                  "session(s) replayed", style="bold red")]
+    for p in report.problems:
+        lines.append(Text(f"  session {p.session_id} event {p.position} [{p.rule}]: {p.message}"))
+    return Group(*lines)
+
+
+def print_to(console: Console, renderable: object) -> None:
+    console.print(renderable)
