@@ -72,6 +72,7 @@ class Ledger(Application[str]):
             database
         )
         self.database = settings
+        self.lost_races = 0  # saves refused because another writer appended first
         super().__init__(env=settings.env)
 
     def construct_env(self, name: str, env: EnvType | None = None) -> Environment:
@@ -199,6 +200,7 @@ class Ledger(Application[str]):
         try:
             recordings = self.save(plan)
         except IntegrityError:
+            self.lost_races += 1
             return None
         decision = decision_of(proposal_id, outcome, plan.revision)
         decision.position = recordings[-1].notification.id if recordings else None

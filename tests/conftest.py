@@ -1,0 +1,51 @@
+"""Shared fixtures. PostgreSQL is required: an unreachable database fails the run, never skips."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+POSTGRES_URL = os.environ.get(
+    "PLANLEDGER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+
+
+def _admin_connection() -> psycopg.Connection:
+    try:
+        return psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as error:
+        pytest.fail(
+            f"PostgreSQL is required for the test suite and is unreachable at {POSTGRES_URL} "
+            f"(set PLANLEDGER_TEST_POSTGRES_URL): {error}",
+            pytrace=False,
+        )
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL URL whose tables live in a fresh schema, dropped afterwards."""
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with _admin_connection() as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield f"{POSTGRES_URL}?schema={schema}"
+    finally:
+        with _admin_connection() as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'ledger.sqlite3'}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest) -> str:
+    """The contract suite runs once on each database."""
+    fixture = "sqlite_url" if request.param == "sqlite" else "postgres_url"
+    return str(request.getfixturevalue(fixture))

@@ -1,0 +1,326 @@
+"""The storage contract: the same suite on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from domain.errors import (
+    CorruptHistory,
+    GoalExists,
+    IllegalTransition,
+    InvalidId,
+    ProposalNotFound,
+    RevisionNotFound,
+    SessionExists,
+    SessionNotFound,
+)
+from domain.session import Mode
+from planledger.ledger import InvalidInput, Ledger
+from tests.integration.storage import count_events, edit_event
+
+
+def strict(*steps: tuple[str, str], title: str = "Ship export", **extra: Any) -> dict[str, Any]:
+    return {
+        "title": title,
+        "steps": [{"id": i, "title": f"Step {i}", "status": s} for i, s in steps],
+        **extra,
+    }
+
+
+def codex(*steps: tuple[str, str], **extra: Any) -> dict[str, Any]:
+    return {"plan": [{"step": text, "status": s} for text, s in steps], **extra}
+
+
+@pytest.fixture
+def ledger(database_url: str) -> Iterator[Ledger]:
+    app = Ledger(database_url)
+    app.open_session("s1")
+    yield app
+    app.close()
+
+
+def codes(decision: Any) -> list[str]:
+    return [v.code for v in decision.violations]
+
+
+def test_commit_then_rejection_leaves_revision(ledger: Ledger) -> None:
+    first = ledger.submit("s1", strict(("a", "in_progress"), ("b", "pending")))
+    assert (first.status, first.revision) == ("committed", 1)
+    bad = ledger.submit("s1", strict(("b", "in_progress")))
+    assert bad.status == "rejected"
+    assert codes(bad) == ["step_removed"]
+    assert bad.revision == 1
+    view = ledger.plan("s1")
+    assert view.revision == 1
+    assert [(s.id, s.status) for s in view.steps] == [("a", "in_progress"), ("b", "pending")]
+    assert view.last_rejection is not None
+    assert view.last_rejection.proposal_id == bad.proposal_id
+
+
+def test_every_violation_reported_and_nothing_written_to_the_plan(ledger: Ledger) -> None:
+    ledger.submit("s1", strict(("a", "in_progress"), ("b", "pending")))
+    ledger.submit("s1", strict(("a", "completed"), ("b", "in_progress")))
+    bad = ledger.submit(
+        "s1",
+        strict(("a", "pending"), ("c", "in_progress"), ("d", "in_progress"), ("e", "blocked"),
+               title="  ", mode="plan", notes="x"),
+    )
+    assert bad.status == "rejected"
+    assert set(codes(bad)) == {
+        "mode_change_forbidden", "unknown_field", "blank_title", "invalid_status",
+        "multiple_in_progress", "step_removed", "completed_step_reopened",
+    }
+    assert all(v.message for v in bad.violations)
+    assert ledger.plan("s1").revision == 2
+    assert ledger.session("s1").mode == "work"
+
+
+def test_conflict_with_expected_revision(ledger: Ledger) -> None:
+    ledger.submit("s1", strict(("a", "in_progress")))
+    stale = ledger.submit("s1", strict(("a", "completed"), expected_revision=0))
+    assert stale.status == "conflict"
+    assert stale.current_revision == 1
+    assert codes(stale) == ["revision_conflict"]
+    fresh = ledger.submit("s1", strict(("a", "completed"), expected_revision=1))
+    assert (fresh.status, fresh.revision) == ("committed", 2)
+
+
+def test_unknown_session_and_invalid_ids(ledger: Ledger) -> None:
+    with pytest.raises(SessionNotFound):
+        ledger.submit("nope", strict(("a", "in_progress")))
+    with pytest.raises(SessionNotFound):
+        ledger.plan("nope")
+    with pytest.raises(InvalidId):
+        ledger.open_session(".hidden")
+    with pytest.raises(InvalidId):
+        ledger.open_session("x" * 129)
+    with pytest.raises(SessionExists):
+        ledger.open_session("s1")
+    with pytest.raises(InvalidInput):
+        ledger.submit("s1", ["not", "an", "object"])
+
+
+def test_idempotent_retry_writes_nothing(ledger: Ledger, database_url: str) -> None:
+    payload = strict(("a", "in_progress"), proposal_id="call-1")
+    first = ledger.submit("s1", payload)
+    events = count_events(database_url)
+    again = ledger.submit("s1", payload)
+    assert again.status == first.status == "committed"
+    assert again.proposal_id == "call-1"
+    assert count_events(database_url) == events
+    reused = ledger.submit("s1", strict(("a", "completed"), proposal_id="call-1"))
+    assert codes(reused) == ["proposal_id_reused"]
+    assert count_events(database_url) == events
+    assert ledger.plan("s1").revision == 1
+
+
+def test_idempotent_retry_of_a_rejection(ledger: Ledger) -> None:
+    first = ledger.submit("s1", strict(("a", "in_progress"), ("b", "in_progress")),
+                          proposal_id="r1")
+    again = ledger.submit("s1", strict(("a", "in_progress"), ("b", "in_progress")),
+                          proposal_id="r1")
+    assert first.status == again.status == "rejected"
+    assert codes(again) == ["multiple_in_progress"]
+
+
+def test_two_stage_propose_then_decide(ledger: Ledger) -> None:
+    proposal_id = ledger.propose("s1", strict(("a", "in_progress")))
+    view = ledger.plan("s1")
+    assert view.revision == 0 and view.steps == []
+    assert view.pending_proposal is not None
+    assert view.pending_proposal.proposal_id == proposal_id
+    decision = ledger.decide("s1", proposal_id)
+    assert (decision.status, decision.revision) == ("committed", 1)
+    assert ledger.plan("s1").pending_proposal is None
+    assert ledger.decide("s1", proposal_id).status == "committed"  # already decided
+    with pytest.raises(ProposalNotFound):
+        ledger.decide("s1", "never-proposed")
+
+
+def test_newer_proposal_supersedes_undecided_one(ledger: Ledger) -> None:
+    older = ledger.propose("s1", strict(("a", "in_progress")))
+    newer = ledger.propose("s1", strict(("b", "in_progress")))
+    superseded = ledger.decide("s1", older)
+    assert superseded.status == "rejected"
+    assert codes(superseded) == ["superseded"]
+    assert ledger.decide("s1", newer).status == "committed"
+    kinds = [(e.kind, e.proposal_id) for e in ledger.history("s1").entries]
+    assert kinds == [
+        ("proposed", older), ("rejected", older), ("proposed", newer), ("committed", newer)
+    ]
+
+
+def test_policy_fixed_by_first_proposal(ledger: Ledger) -> None:
+    ledger.submit("s1", codex(("Locate the failure", "in_progress")))
+    mismatch = ledger.submit("s1", strict(("a", "in_progress")))
+    assert codes(mismatch) == ["policy_mismatch"]
+    assert ledger.plan("s1").policy == "replace"
+
+
+def test_codex_form_replaces_and_clears(ledger: Ledger) -> None:
+    ledger.submit("s1", codex(("Locate the failure", "completed"), ("Fix it", "in_progress")))
+    view = ledger.plan("s1")
+    assert [s.id for s in view.steps] == ["locate-the-failure", "fix-it"]
+    ledger.submit("s1", codex(("Fix it", "completed"), ("Fix it", "cancelled")))
+    assert [s.id for s in ledger.plan("s1").steps] == ["fix-it", "fix-it-2"]
+    cleared = ledger.submit("s1", codex())
+    assert cleared.status == "committed"
+    view = ledger.plan("s1")
+    assert (view.revision, view.steps, view.title) == (3, [], None)
+
+
+def test_goal_id_must_name_a_goal_of_the_session(ledger: Ledger) -> None:
+    ledger.open_session("s2")
+    ledger.start_goal("s2", "g-other", "someone else's goal")
+    missing = ledger.submit("s1", strict(("a", "in_progress"), goal_id="g-other"))
+    assert codes(missing) == ["unknown_goal"]
+    ledger.start_goal("s1", "g1", "ship it")
+    ok = ledger.submit("s1", strict(("a", "in_progress"), goal_id="g1"))
+    assert ok.status == "committed"
+    assert ledger.plan("s1").goal_id == "g1"
+
+
+def test_goals_and_should_continue(ledger: Ledger) -> None:
+    ledger.submit("s1", strict(("a", "in_progress"), ("b", "pending")))
+    assert ledger.should_continue("s1") is False  # an unfinished plan never asks for a turn
+    ledger.start_goal("s1", "g1", "ship it")
+    assert ledger.should_continue("s1") is True
+    with pytest.raises(GoalExists):
+        ledger.start_goal("s1", "g1", "again")
+    ledger.move_goal("s1", "g1", "block")
+    assert ledger.should_continue("s1") is False
+    with pytest.raises(IllegalTransition):
+        ledger.move_goal("s1", "g1", "complete")
+    ledger.move_goal("s1", "g1", "resume")
+    ledger.move_goal("s1", "g1", "complete")
+    view = ledger.session("s1")
+    assert [(g.goal_id, g.state) for g in view.goals] == [("g1", "completed")]
+    assert view.should_continue is False
+
+
+def test_mode_changes_only_by_command(ledger: Ledger) -> None:
+    assert ledger.session("s1").mode == "work"
+    ledger.set_mode("s1", Mode.PLAN)
+    assert ledger.session("s1").mode == "plan"
+    rejected = ledger.submit("s1", strict(("a", "in_progress"), collaboration_mode="work"))
+    assert codes(rejected) == ["mode_change_forbidden"]
+    assert ledger.session("s1").mode == "plan"
+
+
+def test_plan_at_revision_and_history_transitions(ledger: Ledger) -> None:
+    ledger.submit("s1", strict(("a", "in_progress"), ("b", "pending")))
+    ledger.submit("s1", strict(("a", "completed"), ("b", "in_progress"), ("c", "pending")))
+    at_one = ledger.plan("s1", revision=1)
+    assert [(s.id, s.status) for s in at_one.steps] == [("a", "in_progress"), ("b", "pending")]
+    assert ledger.plan("s1", revision=0).steps == []
+    with pytest.raises(RevisionNotFound):
+        ledger.plan("s1", revision=3)
+    history = ledger.history("s1").as_json()
+    committed = [e for e in history["entries"] if e["kind"] == "committed"]
+    assert committed[1]["transitions"] == [
+        {"step_id": "a", "from": "in_progress", "to": "completed"},
+        {"step_id": "b", "from": "pending", "to": "in_progress"},
+        {"step_id": "c", "from": None, "to": "pending"},
+    ]
+
+
+def test_verify_clean_then_tampered_commit(ledger: Ledger, database_url: str) -> None:
+    ledger.submit("s1", strict(("a", "in_progress"), ("b", "pending")))  # events 2, 3
+    ledger.submit("s1", strict(("a", "completed"), ("b", "in_progress")))  # events 4, 5
+    assert ledger.verify().ok
+
+    def idle(data: dict[str, Any]) -> None:
+        key = "snapshot" if "snapshot" in data else "candidate"
+        data[key]["_data_"]["steps"][1]["status"] = "pending"
+
+    # The proposal and its commit edited alike, so only the plan rules can catch it.
+    edit_event(database_url, "plan:s1", 4, idle)
+    edit_event(database_url, "plan:s1", 5, idle)
+    report = Ledger(database_url).verify()
+    assert not report.ok
+    (problem,) = report.problems
+    assert (problem.session_id, problem.position, problem.rule) == (
+        "s1", 5, "no_step_in_progress"
+    )
+    assert "in_progress" in problem.message
+
+
+def test_tampered_commit_alone_is_a_snapshot_mismatch(ledger: Ledger, database_url: str) -> None:
+    ledger.submit("s1", strict(("a", "in_progress")))
+    ledger.submit("s1", strict(("a", "completed")))
+
+    def reopen(data: dict[str, Any]) -> None:
+        data["snapshot"]["_data_"]["steps"][0]["status"] = "in_progress"
+
+    edit_event(database_url, "plan:s1", 5, reopen)
+    fresh = Ledger(database_url)
+    (problem,) = fresh.verify(["s1"]).problems
+    assert (problem.position, problem.rule) == (5, "snapshot_mismatch")
+    with pytest.raises(CorruptHistory) as raised:
+        fresh.plan("s1")  # ordinary reads refuse the history too
+    assert raised.value.position == 5
+
+
+def test_reopened_step_caught_on_replay(ledger: Ledger, database_url: str) -> None:
+    ledger.submit("s1", strict(("a", "completed"), ("b", "in_progress"), ("c", "pending")))
+    ledger.submit("s1", strict(("a", "completed"), ("b", "completed"), ("c", "in_progress")))
+
+    def reopen_a(data: dict[str, Any]) -> None:
+        key = "snapshot" if "snapshot" in data else "candidate"
+        data[key]["_data_"]["steps"][0]["status"] = "in_progress"
+        data[key]["_data_"]["steps"][2]["status"] = "pending"
+
+    edit_event(database_url, "plan:s1", 4, reopen_a)
+    edit_event(database_url, "plan:s1", 5, reopen_a)
+    (problem,) = Ledger(database_url).verify().problems
+    assert (problem.session_id, problem.position, problem.rule) == (
+        "s1", 5, "completed_step_reopened"
+    )
+
+
+def test_undecodable_event_is_named(ledger: Ledger, database_url: str) -> None:
+    ledger.submit("s1", strict(("a", "in_progress")))
+
+    def garble(data: dict[str, Any]) -> None:
+        data["snapshot"]["_data_"]["steps"] = "not a list"
+
+    edit_event(database_url, "plan:s1", 3, garble)
+    (problem,) = Ledger(database_url).verify().problems
+    assert (problem.position, problem.rule) == (3, "unreadable_event")
+
+
+def test_snapshots_speed_reads_but_verify_ignores_them(database_url: str) -> None:
+    app = Ledger(database_url)
+    app.open_session("long")
+    titles = [f"Step {n}" for n in range(60)]
+    for n in range(60):  # 120 plan events: a snapshot is taken at version 100
+        steps = [(t, "completed") for t in titles[:n]] + [(titles[n], "in_progress")]
+        assert app.submit("long", codex(*steps)).status == "committed"
+    assert app.snapshots is not None
+    assert list(app.snapshots.get("plan:long"))  # a snapshot exists
+    fresh = Ledger(database_url)
+    assert fresh.plan("long").revision == 60
+
+    def cancel_first(data: dict[str, Any]) -> None:
+        key = "snapshot" if "snapshot" in data else "candidate"
+        data[key]["_data_"]["steps"] = [
+            {"id": "x", "title": "x", "status": "in_progress"},
+            {"id": "y", "title": "y", "status": "in_progress"},
+        ]
+
+    # Corrupt an event the snapshot covers: ordinary reads don't see it, verify does.
+    edit_event(database_url, "plan:long", 20, cancel_first)
+    edit_event(database_url, "plan:long", 21, cancel_first)
+    assert Ledger(database_url).plan("long").revision == 60
+    (problem,) = Ledger(database_url).verify(["long"]).problems
+    assert (problem.position, problem.rule) == (21, "multiple_in_progress")
+
+
+def test_session_ids_and_verify_all(ledger: Ledger) -> None:
+    ledger.open_session("s2")
+    assert ledger.session_ids() == ["s1", "s2"]
+    report = ledger.verify()
+    assert report.ok and report.sessions_checked == 2

@@ -1,0 +1,89 @@
+"""Forced races on PostgreSQL: writers released together by a barrier, then counted."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from planledger.ledger import Ledger
+from projections.shapes import Decision
+
+WRITERS = 6
+ROUNDS = 5
+
+
+def race(writers: list[Ledger], make: Callable[[int], dict[str, Any]]) -> list[Decision]:
+    """Every writer submits at the same moment; returns their decisions."""
+    barrier = threading.Barrier(len(writers))
+    decisions: list[Decision | None] = [None] * len(writers)
+    errors: list[BaseException] = []
+
+    def run(index: int) -> None:
+        try:
+            barrier.wait(timeout=30)
+            decisions[index] = writers[index].submit("race", make(index), client=f"w{index}")
+        except BaseException as error:  # surfaced below, never swallowed
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(writers))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors, errors
+    assert all(d is not None for d in decisions)
+    return [d for d in decisions if d is not None]
+
+
+def step_plan(revision: int, writer: int) -> dict[str, Any]:
+    return {
+        "expected_revision": revision,
+        "title": "Race",
+        "steps": [
+            {"id": f"r{n}", "title": f"Round {n}", "status": "completed"} for n in range(revision)
+        ]
+        + [{"id": f"r{revision}", "title": f"Round {revision} by w{writer}",
+            "status": "in_progress"}],
+    }
+
+
+def test_exactly_one_writer_wins_each_revision(postgres_url: str) -> None:
+    writers = [Ledger(postgres_url) for _ in range(WRITERS)]  # one pool each, like processes
+    writers[0].open_session("race")
+    for revision in range(ROUNDS):
+        decisions = race(writers, lambda w, r=revision: step_plan(r, w))
+        statuses = Counter(d.status for d in decisions)
+        assert statuses == {"committed": 1, "conflict": WRITERS - 1}, statuses
+        for decision in decisions:
+            assert decision.revision == revision + 1
+            if decision.status == "conflict":
+                assert [v.code for v in decision.violations] == ["revision_conflict"]
+                assert decision.current_revision == revision + 1
+    history = writers[0].history("race").entries
+    committed = [e.revision for e in history if e.kind == "committed"]
+    assert committed == list(range(1, ROUNDS + 1))  # contiguous, one commit per revision
+    rejected = [e for e in history if e.kind == "rejected"]
+    assert len(rejected) == ROUNDS * (WRITERS - 1)  # every loser recorded and told why
+    assert writers[0].verify(["race"]).ok
+    assert sum(w.lost_races for w in writers) > 0  # the save race itself was exercised
+    for writer in writers:
+        writer.close()
+
+
+def test_without_expected_revision_losers_are_redecided(postgres_url: str) -> None:
+    writers = [Ledger(postgres_url) for _ in range(WRITERS)]
+    writers[0].open_session("race")
+
+    def codex_plan(writer: int) -> dict[str, Any]:
+        return {"plan": [{"step": f"Writer {writer} step", "status": "in_progress"}]}
+
+    decisions = race(writers, codex_plan)
+    assert [d.status for d in decisions] == ["committed"] * WRITERS
+    assert sorted(d.revision for d in decisions) == list(range(1, WRITERS + 1))
+    assert writers[0].plan("race").revision == WRITERS
+    assert writers[0].verify(["race"]).ok
+    assert sum(w.lost_races for w in writers) > 0
+    for writer in writers:
+        writer.close()
