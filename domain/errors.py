@@ -50,8 +50,7 @@ class CorruptHistory(LedgerError):
 
     def __init__(self, session_id: str, position: int, rule: str, message: str) -> None:
         super().__init__(
-            f"corrupt history in session {session_id!r} at event {position}: "
-            f"[{rule}] {message}"
+            f"corrupt history in session {session_id!r} at event {position}: [{rule}] {message}"
         )
         self.session_id = session_id
         self.position = position

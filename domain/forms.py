@@ -18,7 +18,7 @@ CODEX_FIELDS = frozenset({"explanation", "plan", "expected_revision", "goal_id",
 MODE_FIELDS = frozenset({"mode", "collaboration_mode"})
 STRICT_STEP_FIELDS = frozenset({"id", "title", "status"})
 CODEX_STEP_FIELDS = frozenset({"step", "status"})
-PROPOSAL_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$")
+PROPOSAL_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}\Z")
 
 
 class ParsedProposal(Frozen):
@@ -83,9 +83,10 @@ def parse_proposal(payload: Mapping[str, Any]) -> ParsedProposal:
 
 
 def _mode_and_unknown_fields(payload: Mapping[str, Any], form: Form | None) -> list[Violation]:
-    allowed = {Form.STRICT: STRICT_FIELDS, Form.CODEX: CODEX_FIELDS}.get(
-        form, STRICT_FIELDS | CODEX_FIELDS
-    )
+    if form is None:
+        allowed = STRICT_FIELDS | CODEX_FIELDS
+    else:
+        allowed = STRICT_FIELDS if form is Form.STRICT else CODEX_FIELDS
     problems = []
     for key in payload:
         if key in MODE_FIELDS:

@@ -6,7 +6,7 @@ import re
 
 from domain.errors import InvalidId
 
-ID_PATTERN = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$")
+ID_PATTERN = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}\Z")
 
 
 def validate_id(value: str, what: str = "session id") -> str:

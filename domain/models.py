@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from enum import StrEnum
-
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Literal
 
 from domain import rules
-from domain.base import Aggregate
+from domain.base import Aggregate, Created, Event
 from domain.errors import CorruptHistory
 from domain.forms import ParsedProposal
 from domain.models import Form, Frozen, PlanSnapshot, Policy, Violation
@@ -58,11 +58,11 @@ class Plan(Aggregate):
         self.committed_at: datetime | None = None
 
     @dataclass(frozen=True)
-    class PlanCreated(Aggregate.Created):
+    class PlanCreated(Created):
         session_id: str
 
     @dataclass(frozen=True)
-    class PlanProposed(Aggregate.Event):
+    class PlanProposed(Event):
         proposal_id: str
         form: str | None
         candidate: PlanSnapshot | None
@@ -103,7 +103,7 @@ class Plan(Aggregate):
             )
 
     @dataclass(frozen=True)
-    class PlanCommitted(Aggregate.Event):
+    class PlanCommitted(Event):
         proposal_id: str
         revision: int
         snapshot: PlanSnapshot
@@ -140,7 +140,7 @@ class Plan(Aggregate):
             )
 
     @dataclass(frozen=True)
-    class PlanRejected(Aggregate.Event):
+    class PlanRejected(Event):
         proposal_id: str
         violations: tuple[Violation, ...]
 

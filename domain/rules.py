@@ -19,7 +19,7 @@ from domain.models import (
     Violation,
 )
 
-STEP_ID_PATTERN = re.compile(r"^[A-Za-z0-9._-]+$")
+STEP_ID_PATTERN = re.compile(r"^[A-Za-z0-9._-]+\Z")
 
 
 def check_snapshot(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
@@ -34,8 +34,7 @@ def check_snapshot(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
         problems.append(
             Violation(
                 code="too_long",
-                message=f"The plan title is {len(title)} characters; keep it to "
-                f"{MAX_TITLE_CHARS}.",
+                message=f"The plan title is {len(title)} characters; keep it to {MAX_TITLE_CHARS}.",
             )
         )
     if len(snapshot.steps) > MAX_STEPS:
@@ -211,7 +210,9 @@ def step_transitions(
     for step_id, status in after.items():
         if before.get(step_id) != status:
             changes.append((step_id, before.get(step_id), status))
-    changes += [(step_id, status, None) for step_id, status in before.items() if step_id not in after]
+    changes += [
+        (step_id, status, None) for step_id, status in before.items() if step_id not in after
+    ]
     return changes
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from domain.base import Aggregate
+from domain.base import Aggregate, Created, Event
 from domain.errors import CorruptHistory, GoalExists, GoalNotFound, IllegalTransition
 from domain.models import Frozen
 
@@ -48,19 +48,19 @@ class Session(Aggregate):
         self.goals: dict[str, Goal] = {}
 
     @dataclass(frozen=True)
-    class SessionOpened(Aggregate.Created):
+    class SessionOpened(Created):
         session_id: str
         mode: str
 
     @dataclass(frozen=True)
-    class CollaborationModeChanged(Aggregate.Event):
+    class CollaborationModeChanged(Event):
         mode: str
 
         def apply(self, aggregate: Session) -> None:
             aggregate.mode = Mode(self.mode)
 
     @dataclass(frozen=True)
-    class GoalStarted(Aggregate.Event):
+    class GoalStarted(Event):
         goal_id: str
         objective: str
 
@@ -77,7 +77,7 @@ class Session(Aggregate):
             )
 
     @dataclass(frozen=True)
-    class GoalTransitioned(Aggregate.Event):
+    class GoalTransitioned(Event):
         """Base of the goal lifecycle events; `edge` names the transition."""
 
         goal_id: str

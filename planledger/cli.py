@@ -45,10 +45,12 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-session_app = typer.Typer(help="Open sessions and switch the user-controlled mode.",
-                          no_args_is_help=True)
-goal_app = typer.Typer(help="Durable goals: the only thing that may ask for another turn.",
-                       no_args_is_help=True)
+session_app = typer.Typer(
+    help="Open sessions and switch the user-controlled mode.", no_args_is_help=True
+)
+goal_app = typer.Typer(
+    help="Durable goals: the only thing that may ask for another turn.", no_args_is_help=True
+)
 plan_app = typer.Typer(help="Propose, show and audit a session's plan.", no_args_is_help=True)
 app.add_typer(session_app, name="session")
 app.add_typer(goal_app, name="goal")
@@ -96,7 +98,9 @@ def _global(
 
 def emit(as_json: bool, model: BaseModel | dict[str, Any], human: object) -> None:
     if as_json:
-        data = model.model_dump(mode="json", by_alias=True) if isinstance(model, BaseModel) else model
+        data = (
+            model.model_dump(mode="json", by_alias=True) if isinstance(model, BaseModel) else model
+        )
         out.print_json(json.dumps(data))
     else:
         out.print(human)
@@ -185,13 +189,18 @@ def plan_update(
     ] = "-",
     expected_revision: Annotated[
         int | None,
-        typer.Option(min=0, help="Commit only if the plan is still at this revision "
-                     "(overrides the payload's expected_revision)."),
+        typer.Option(
+            min=0,
+            help="Commit only if the plan is still at this revision "
+            "(overrides the payload's expected_revision).",
+        ),
     ] = None,
     proposal_id: Annotated[
         str | None,
-        typer.Option(help="Client-chosen id: resending the same content returns the recorded "
-                     "outcome and writes nothing."),
+        typer.Option(
+            help="Client-chosen id: resending the same content returns the recorded "
+            "outcome and writes nothing."
+        ),
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:

@@ -54,8 +54,11 @@ def run_demo(ledger: Ledger, out: Console) -> str:
         out.print(Rule(f"[bold]{title}", align="left"))
 
     def show_payload(payload: dict[str, Any]) -> None:
-        out.print(Syntax(json.dumps(payload, indent=2), "json", theme="ansi_dark",
-                         background_color="default"))
+        out.print(
+            Syntax(
+                json.dumps(payload, indent=2), "json", theme="ansi_dark", background_color="default"
+            )
+        )
 
     out.print(f"[bold]plan ledger demo[/] on {where}")
     step(f"1. The harness opens session {session_id} and the user starts a goal")

@@ -68,8 +68,8 @@ class Ledger(Application[str]):
     snapshotting_intervals = {Plan: 100, Session: 100}  # noqa: RUF012 (library API)
 
     def __init__(self, database: DatabaseSettings | str | None = None) -> None:
-        settings = database if isinstance(database, DatabaseSettings) else database_settings(
-            database
+        settings = (
+            database if isinstance(database, DatabaseSettings) else database_settings(database)
         )
         self.database = settings
         self.lost_races = 0  # saves refused because another writer appended first
@@ -252,19 +252,37 @@ class Ledger(Application[str]):
         if problem:
             return [problem]
         if session is None:
-            return [Problem(session_id=session_id, position=0, rule="session_not_found",
-                            message=f"no session {session_id!r}")]
+            return [
+                Problem(
+                    session_id=session_id,
+                    position=0,
+                    rule="session_not_found",
+                    message=f"no session {session_id!r}",
+                )
+            ]
         plan, problem = self._replay(plan_aggregate_id(session_id), session_id)
         if problem:
             return [problem]
         if plan is None:
-            return [Problem(session_id=session_id, position=0, rule="missing_plan",
-                            message="the session has no plan stream")]
+            return [
+                Problem(
+                    session_id=session_id,
+                    position=0,
+                    rule="missing_plan",
+                    message="the session has no plan stream",
+                )
+            ]
         assert isinstance(plan, Plan) and isinstance(session, Session)
         goal_id = plan.snapshot.goal_id if plan.snapshot else None
         if goal_id is not None and goal_id not in session.goals:
-            return [Problem(session_id=session_id, position=plan.version, rule="unknown_goal",
-                            message=f"the plan names goal {goal_id!r}, not a goal of the session")]
+            return [
+                Problem(
+                    session_id=session_id,
+                    position=plan.version,
+                    rule="unknown_goal",
+                    message=f"the plan names goal {goal_id!r}, not a goal of the session",
+                )
+            ]
         return []
 
     def _replay(self, aggregate_id: str, session_id: str) -> tuple[Any, Problem | None]:
@@ -275,11 +293,19 @@ class Ledger(Application[str]):
                 event = self.mapper.to_domain_event(stored)
                 aggregate = event.mutate(aggregate)
             except CorruptHistory as error:
-                return aggregate, Problem(session_id=session_id, position=error.position,
-                                          rule=error.rule, message=error.detail)
+                return aggregate, Problem(
+                    session_id=session_id,
+                    position=error.position,
+                    rule=error.rule,
+                    message=error.detail,
+                )
             except OriginatorVersionError as error:
-                return aggregate, Problem(session_id=session_id, position=position,
-                                          rule="missing_event", message=str(error))
+                return aggregate, Problem(
+                    session_id=session_id,
+                    position=position,
+                    rule="missing_event",
+                    message=str(error),
+                )
             except Exception as error:  # an edited row that no longer decodes
                 return aggregate, Problem(
                     session_id=session_id,
@@ -310,13 +336,13 @@ class Ledger(Application[str]):
             _, problem = self._replay(aggregate_id, session_id)
             if problem is None:
                 raise
-            raise CorruptHistory(session_id, problem.position, problem.rule, problem.message)
+            raise CorruptHistory(
+                session_id, problem.position, problem.rule, problem.message
+            ) from None
         assert isinstance(aggregate, kind)
         return aggregate
 
-    def _update(
-        self, session_id: str, load: Callable[[str], A], change: Callable[[A], None]
-    ) -> A:
+    def _update(self, session_id: str, load: Callable[[str], A], change: Callable[[A], None]) -> A:
         for _ in self._attempts():
             aggregate = load(session_id)
             change(aggregate)
@@ -384,5 +410,3 @@ def reused_decision(proposal_id: str, current_revision: int) -> Decision:
         ],
         current_revision=current_revision,
     )
-
-

@@ -23,7 +23,9 @@ def plan_panel(view: PlanView) -> Panel:
         lines.append(Text("no plan", style="dim italic"))
     for step in view.steps:
         mark, style = STATUS_MARK.get(step.status, ("[?]", "red"))
-        lines.append(Text.assemble((f"{mark} ", style), (step.title, style), (f"  {step.id}", "dim")))
+        lines.append(
+            Text.assemble((f"{mark} ", style), (step.title, style), (f"  {step.id}", "dim"))
+        )
     if view.pending_proposal:
         lines.append(
             Text(f"undecided proposal {view.pending_proposal.proposal_id}", style="italic cyan")
@@ -104,10 +106,19 @@ def session_text(view: SessionView) -> Group:
 
 def verify_text(report: VerifyReport) -> Group:
     if report.ok:
-        return Group(Text(f"ok: {report.sessions_checked} session(s) replayed, every rule holds",
-                          style="bold green"))
-    lines = [Text(f"CORRUPT: {len(report.problems)} problem(s) in {report.sessions_checked} "
-                  "session(s) replayed", style="bold red")]
+        return Group(
+            Text(
+                f"ok: {report.sessions_checked} session(s) replayed, every rule holds",
+                style="bold green",
+            )
+        )
+    lines = [
+        Text(
+            f"CORRUPT: {len(report.problems)} problem(s) in {report.sessions_checked} "
+            "session(s) replayed",
+            style="bold red",
+        )
+    ]
     for p in report.problems:
         lines.append(Text(f"  session {p.session_id} event {p.position} [{p.rule}]: {p.message}"))
     return Group(*lines)

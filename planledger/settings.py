@@ -68,8 +68,12 @@ def database_settings(url: str | None = None) -> DatabaseSettings:
             path = str(Path(path).expanduser())
         return DatabaseSettings(
             url,
-            {**common, "PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": path,
-             "SQLITE_LOCK_TIMEOUT": "10"},
+            {
+                **common,
+                "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+                "SQLITE_DBNAME": path,
+                "SQLITE_LOCK_TIMEOUT": "10",
+            },
         )
     if url.startswith(("postgresql://", "postgres://")):
         parts = urlsplit(url)

@@ -45,8 +45,14 @@ def plan_view_at(session_id: str, events: Iterable[Event], revision: int) -> Pla
             policy = "strict" if event.form == "strict" else "replace"
         if revision == 0 and isinstance(event, Plan.PlanCreated):
             return PlanView(
-                session_id=session_id, revision=0, policy=None, title=None, goal_id=None,
-                steps=[], pending_proposal=None, updated_at=event.timestamp,
+                session_id=session_id,
+                revision=0,
+                policy=None,
+                title=None,
+                goal_id=None,
+                steps=[],
+                pending_proposal=None,
+                updated_at=event.timestamp,
             )
         if isinstance(event, Plan.PlanCommitted) and event.revision == revision:
             snapshot = event.snapshot

@@ -65,13 +65,25 @@ def test_every_violation_reported_and_nothing_written_to_the_plan(ledger: Ledger
     ledger.submit("s1", strict(("a", "completed"), ("b", "in_progress")))
     bad = ledger.submit(
         "s1",
-        strict(("a", "pending"), ("c", "in_progress"), ("d", "in_progress"), ("e", "blocked"),
-               title="  ", mode="plan", notes="x"),
+        strict(
+            ("a", "pending"),
+            ("c", "in_progress"),
+            ("d", "in_progress"),
+            ("e", "blocked"),
+            title="  ",
+            mode="plan",
+            notes="x",
+        ),
     )
     assert bad.status == "rejected"
     assert set(codes(bad)) == {
-        "mode_change_forbidden", "unknown_field", "blank_title", "invalid_status",
-        "multiple_in_progress", "step_removed", "completed_step_reopened",
+        "mode_change_forbidden",
+        "unknown_field",
+        "blank_title",
+        "invalid_status",
+        "multiple_in_progress",
+        "step_removed",
+        "completed_step_reopened",
     }
     assert all(v.message for v in bad.violations)
     assert ledger.plan("s1").revision == 2
@@ -118,10 +130,12 @@ def test_idempotent_retry_writes_nothing(ledger: Ledger, database_url: str) -> N
 
 
 def test_idempotent_retry_of_a_rejection(ledger: Ledger) -> None:
-    first = ledger.submit("s1", strict(("a", "in_progress"), ("b", "in_progress")),
-                          proposal_id="r1")
-    again = ledger.submit("s1", strict(("a", "in_progress"), ("b", "in_progress")),
-                          proposal_id="r1")
+    first = ledger.submit(
+        "s1", strict(("a", "in_progress"), ("b", "in_progress")), proposal_id="r1"
+    )
+    again = ledger.submit(
+        "s1", strict(("a", "in_progress"), ("b", "in_progress")), proposal_id="r1"
+    )
     assert first.status == again.status == "rejected"
     assert codes(again) == ["multiple_in_progress"]
 
@@ -149,7 +163,10 @@ def test_newer_proposal_supersedes_undecided_one(ledger: Ledger) -> None:
     assert ledger.decide("s1", newer).status == "committed"
     kinds = [(e.kind, e.proposal_id) for e in ledger.history("s1").entries]
     assert kinds == [
-        ("proposed", older), ("rejected", older), ("proposed", newer), ("committed", newer)
+        ("proposed", older),
+        ("rejected", older),
+        ("proposed", newer),
+        ("committed", newer),
     ]
 
 
@@ -242,9 +259,7 @@ def test_verify_clean_then_tampered_commit(ledger: Ledger, database_url: str) ->
     report = Ledger(database_url).verify()
     assert not report.ok
     (problem,) = report.problems
-    assert (problem.session_id, problem.position, problem.rule) == (
-        "s1", 5, "no_step_in_progress"
-    )
+    assert (problem.session_id, problem.position, problem.rule) == ("s1", 5, "no_step_in_progress")
     assert "in_progress" in problem.message
 
 
@@ -277,7 +292,9 @@ def test_reopened_step_caught_on_replay(ledger: Ledger, database_url: str) -> No
     edit_event(database_url, "plan:s1", 5, reopen_a)
     (problem,) = Ledger(database_url).verify().problems
     assert (problem.session_id, problem.position, problem.rule) == (
-        "s1", 5, "completed_step_reopened"
+        "s1",
+        5,
+        "completed_step_reopened",
     )
 
 

@@ -44,8 +44,13 @@ def step_plan(revision: int, writer: int) -> dict[str, Any]:
         "steps": [
             {"id": f"r{n}", "title": f"Round {n}", "status": "completed"} for n in range(revision)
         ]
-        + [{"id": f"r{revision}", "title": f"Round {revision} by w{writer}",
-            "status": "in_progress"}],
+        + [
+            {
+                "id": f"r{revision}",
+                "title": f"Round {revision} by w{writer}",
+                "status": "in_progress",
+            }
+        ],
     }
 
 

@@ -1,0 +1,254 @@
+"""The installed `planledger` command, driven as a user would drive it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def planledger_command() -> str:
+    beside_python = Path(sys.executable).parent / "planledger"
+    found = str(beside_python) if beside_python.exists() else shutil.which("planledger")
+    if not found:
+        pytest.fail("the `planledger` command is not installed (pip install -e '.[test]')")
+    return found
+
+
+class Cli:
+    def __init__(self, home: Path, database: str | None = None) -> None:
+        self.home = home
+        self.database = database
+
+    def __call__(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PLANLEDGER_HOME": str(self.home), "COLUMNS": "120"}
+        env.pop("PLANLEDGER_DATABASE_URL", None)
+        prefix = ["--database", self.database] if self.database else []
+        result = subprocess.run(
+            [planledger_command(), *prefix, *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert "Traceback" not in result.stderr, result.stderr
+        return result
+
+    def json(self, *args: str, stdin: str | None = None, code: int = 0) -> Any:
+        result = self(*args, "--json", stdin=stdin)
+        assert result.returncode == code, (result.stdout, result.stderr)
+        return json.loads(result.stdout)
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    return Cli(tmp_path / "home")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_cli(request: pytest.FixtureRequest, tmp_path: Path) -> Cli:
+    if request.param == "sqlite":
+        return Cli(tmp_path / "home")
+    return Cli(tmp_path / "home", request.getfixturevalue("postgres_url"))
+
+
+PLAN = {
+    "title": "Implement session export",
+    "steps": [
+        {"id": "inspect", "title": "Inspect durable state", "status": "in_progress"},
+        {"id": "implement", "title": "Implement archive writer", "status": "pending"},
+    ],
+}
+
+
+def test_demo_runs_on_the_embedded_default(cli: Cli) -> None:
+    for _ in range(2):  # a second run gets its own session
+        result = cli("demo")
+        assert result.returncode == 0, result.stderr
+        for expected in ("committed revision 1", "rejected", "conflict", "ok: 1 session"):
+            assert expected in result.stdout
+    assert (cli.home / "ledger.sqlite3").exists()
+
+
+def test_help_for_every_command(cli: Cli) -> None:
+    for args in (
+        [],
+        ["session"],
+        ["goal"],
+        ["plan"],
+        ["plan", "update"],
+        ["plan", "show"],
+        ["plan", "history"],
+        ["verify"],
+        ["demo"],
+        ["session", "open"],
+        ["goal", "start"],
+    ):
+        result = cli(*args, "--help")
+        assert result.returncode == 0, (args, result.stderr)
+        assert "Usage" in result.stdout
+
+
+def test_session_lifecycle_and_exit_codes(any_cli: Cli) -> None:
+    cli = any_cli
+    view = cli.json("session", "open", "s1", "--mode", "plan")
+    assert view == {"session_id": "s1", "mode": "plan", "goals": [], "should_continue": False}
+    again = cli("session", "open", "s1")
+    assert again.returncode == 2 and "already exists" in again.stderr
+    assert len(again.stderr.strip().splitlines()) == 1
+    assert cli("session", "open", ".bad").returncode == 2
+    assert cli("session", "show", "missing").returncode == 2
+    assert cli("session", "mode", "s1", "sideways").returncode == 2
+    assert cli.json("session", "mode", "s1", "work")["mode"] == "work"
+    assert cli.json("goal", "start", "s1", "g1", "Ship it")["should_continue"] is True
+    assert cli("goal", "resume", "s1", "g1").returncode == 3
+    assert cli("goal", "complete", "s1", "missing").returncode == 2
+    done = cli.json("goal", "complete", "s1", "g1")
+    assert done["goals"] == [{"goal_id": "g1", "objective": "Ship it", "state": "completed"}]
+    assert done["should_continue"] is False
+
+
+def test_plan_update_show_history(any_cli: Cli, tmp_path: Path) -> None:
+    cli = any_cli
+    cli("session", "open", "s1")
+    committed = cli.json("plan", "update", "s1", "-", stdin=json.dumps(PLAN))
+    assert committed["status"] == "committed" and committed["revision"] == 1
+    assert committed["violations"] == [] and committed["proposal_id"]
+
+    bad = {**PLAN, "steps": [{"id": "inspect", "title": "", "status": "blocked"}]}
+    rejected = cli.json("plan", "update", "s1", stdin=json.dumps(bad), code=3)
+    assert rejected["status"] == "rejected" and rejected["revision"] == 1
+    assert {v["code"] for v in rejected["violations"]} == {
+        "blank_step_title",
+        "invalid_status",
+        "step_removed",
+    }
+    human = cli("plan", "update", "s1", stdin=json.dumps(bad))
+    assert human.returncode == 3 and "step_removed" in human.stdout
+
+    path = tmp_path / "next.json"
+    second = {
+        **PLAN,
+        "steps": [
+            {**PLAN["steps"][0], "status": "completed"},
+            {**PLAN["steps"][1], "status": "in_progress"},
+        ],
+    }
+    path.write_text(json.dumps(second))
+    stale = cli.json("plan", "update", "s1", str(path), "--expected-revision", "0", code=4)
+    assert stale["status"] == "conflict"
+    ok = cli.json("plan", "update", "s1", str(path), "--expected-revision", "1")
+    assert ok["revision"] == 2
+
+    view = cli.json("plan", "show", "s1")
+    assert {
+        "session_id",
+        "revision",
+        "policy",
+        "title",
+        "goal_id",
+        "steps",
+        "pending_proposal",
+        "updated_at",
+    } <= set(view)
+    assert (view["revision"], view["policy"], view["title"]) == (
+        2,
+        "strict",
+        "Implement session export",
+    )
+    assert view["steps"][1] == {
+        "id": "implement",
+        "title": "Implement archive writer",
+        "status": "in_progress",
+    }
+    earlier = cli.json("plan", "show", "s1", "--revision", "1")
+    assert earlier["steps"][0]["status"] == "in_progress"
+    assert cli("plan", "show", "s1", "--revision", "9").returncode == 2
+
+    history = cli.json("plan", "history", "s1")
+    kinds = [e["kind"] for e in history["entries"]]
+    assert kinds == [
+        "proposed",
+        "committed",
+        "proposed",
+        "rejected",
+        "proposed",
+        "rejected",
+        "proposed",
+        "rejected",
+        "proposed",
+        "committed",
+    ]
+    last = history["entries"][-1]
+    assert last["transitions"] == [
+        {"step_id": "inspect", "from": "in_progress", "to": "completed"},
+        {"step_id": "implement", "from": "pending", "to": "in_progress"},
+    ]
+    assert cli("plan", "history", "nope").returncode == 2
+
+
+def test_unreadable_input_and_unknown_session(cli: Cli, tmp_path: Path) -> None:
+    cli("session", "open", "s1")
+    not_json = cli("plan", "update", "s1", stdin="{not json")
+    assert not_json.returncode == 2 and "not JSON" in not_json.stderr
+    missing = cli("plan", "update", "s1", str(tmp_path / "nope.json"))
+    assert missing.returncode == 2 and "cannot read" in missing.stderr
+    array = cli("plan", "update", "s1", stdin="[1, 2]")
+    assert array.returncode == 2 and "JSON object" in array.stderr
+    unknown = cli("plan", "update", "ghost", stdin=json.dumps(PLAN))
+    assert unknown.returncode == 2 and "session_not_found" in unknown.stderr
+
+
+def test_idempotent_retry_through_the_cli(cli: Cli) -> None:
+    cli("session", "open", "s1")
+    first = cli.json("plan", "update", "s1", "--proposal-id", "call-7", stdin=json.dumps(PLAN))
+    again = cli.json("plan", "update", "s1", "--proposal-id", "call-7", stdin=json.dumps(PLAN))
+    assert first == {**again, "position": first["position"]}
+    assert again["position"] is None  # nothing was written the second time
+
+
+def test_verify_finds_an_edited_row(cli: Cli) -> None:
+    cli("session", "open", "s1")
+    cli("plan", "update", "s1", stdin=json.dumps(PLAN))
+    assert cli.json("verify") == {"ok": True, "sessions_checked": 1, "problems": []}
+    with sqlite3.connect(cli.home / "ledger.sqlite3") as conn:
+        (state,) = conn.execute(
+            "SELECT state FROM stored_events WHERE originator_id='plan:s1' AND originator_version=3"
+        ).fetchone()
+        data = json.loads(state)
+        data["revision"] = 7
+        conn.execute(
+            "UPDATE stored_events SET state=? WHERE originator_id='plan:s1' AND "
+            "originator_version=3",
+            (json.dumps(data).encode(),),
+        )
+    report = cli.json("verify", code=1)
+    assert report["problems"] == [
+        {
+            "session_id": "s1",
+            "position": 3,
+            "rule": "revision_sequence",
+            "message": "commit says revision 7 but follows revision 0",
+        }
+    ]
+    human = cli("verify", "s1")
+    assert human.returncode == 1 and "revision_sequence" in human.stdout
+
+
+def test_database_errors_are_one_line(cli: Cli) -> None:
+    bad_url = cli("--database", "mysql://x/y", "session", "show", "s1")
+    assert bad_url.returncode == 2 and "unsupported database URL" in bad_url.stderr
+    unreachable = cli(
+        "--database", "postgresql://postgres@127.0.0.1:1/test", "session", "show", "s1"
+    )
+    assert unreachable.returncode == 1
+    assert len(unreachable.stderr.strip().splitlines()) == 1
+    assert "cannot use the database" in unreachable.stderr
