@@ -240,6 +240,22 @@ def plan_history(session_id: SessionArg, as_json: JsonFlag = False) -> None:
     emit(as_json, history.as_json(), render.history_table(history))
 
 
+@plan_app.command("compaction")
+def plan_compaction(
+    session_id: SessionArg,
+    max_chars: Annotated[
+        int, typer.Option(min=0, help="Upper bound on the length of the summary text.")
+    ] = 2000,
+    as_json: JsonFlag = False,
+) -> None:
+    """The bounded plan summary a context-compaction handoff attaches.
+
+    state is present, absent (no plan: never "done") or unreadable (with the error).
+    """
+    snapshot = ledger().compaction(session_id, max_chars)
+    emit(as_json, snapshot.as_json(), snapshot.text)
+
+
 # -- verification and demo --------------------------------------------------------------------
 
 

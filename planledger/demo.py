@@ -89,6 +89,11 @@ def run_demo(ledger: Ledger, out: Console) -> str:
 
     step("8. verify: replay from the first event, every rule re-checked")
     out.print(render.verify_text(ledger.verify([session_id])))
+
+    step("9. Compaction: the bounded summary a context handoff attaches (max 300 chars)")
+    out.print(ledger.compaction(session_id, max_chars=300).text, markup=False)
+
+    step("10. Only an active goal asks for another turn; pending steps never do")
     out.print(render.session_text(ledger.session(session_id)))
 
     out.print()

@@ -30,6 +30,7 @@ from domain.plan import Outcome, PendingProposal, Plan
 from domain.session import Goal, Mode, Session
 from planledger.settings import DatabaseSettings, database_settings
 from planledger.transcoding import PydanticTranscoding
+from projections.compaction import DEFAULT_MAX_CHARS, CompactionSnapshot, build_plan_snapshot
 from projections.history import history_entries
 from projections.plan_view import plan_view, plan_view_at
 from projections.shapes import (
@@ -218,6 +219,13 @@ class Ledger(Application[str]):
             return plan_view(self._plan(session_id))
         self._plan(session_id)  # the session must exist and its history must be sound
         return plan_view_at(session_id, self._events(plan_aggregate_id(session_id)), revision)
+
+    def compaction(self, session_id: str, max_chars: int = DEFAULT_MAX_CHARS) -> CompactionSnapshot:
+        """The bounded compaction handoff summary; a plan that cannot be read is `unreadable`."""
+        validate_id(session_id)
+        if not self.recorder.select_events(plan_aggregate_id(session_id), limit=1):
+            raise SessionNotFound(session_id)
+        return build_plan_snapshot(lambda: self.plan(session_id), max_chars)
 
     def history(self, session_id: str) -> History:
         self._plan(session_id)

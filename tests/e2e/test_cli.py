@@ -252,3 +252,16 @@ def test_database_errors_are_one_line(cli: Cli) -> None:
     assert unreachable.returncode == 1
     assert len(unreachable.stderr.strip().splitlines()) == 1
     assert "cannot use the database" in unreachable.stderr
+
+
+def test_plan_compaction(cli: Cli) -> None:
+    cli("session", "open", "s1")
+    absent = cli.json("plan", "compaction", "s1")
+    assert absent["state"] == "absent" and "No plan" in absent["text"]
+    cli("plan", "update", "s1", stdin=json.dumps(PLAN))
+    snap = cli.json("plan", "compaction", "s1", "--max-chars", "50")
+    assert snap["state"] == "present" and snap["revision"] == 1
+    assert snap["current"] == {"id": "inspect", "title": "Inspect durable state"}
+    assert len(snap["text"]) <= 50 and snap["truncated"] is True
+    assert cli("plan", "compaction", "ghost").returncode == 2
+    assert cli("plan", "compaction", "s1", "--max-chars", "-1").returncode == 2

@@ -16,7 +16,7 @@ SCHEMA = Path(__file__).resolve().parents[1] / "data" / "compose-spec.json"
 def test_compose_file_is_valid() -> None:
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     schema = json.loads(SCHEMA.read_text())
-    jsonschema.validate(compose, schema)
+    jsonschema.Draft7Validator(schema).validate(compose)  # the schema declares draft-07
     postgres = compose["services"]["postgres"]
     assert postgres["healthcheck"]["test"]
     assert "pgdata" in compose["volumes"]

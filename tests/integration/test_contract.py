@@ -341,3 +341,21 @@ def test_session_ids_and_verify_all(ledger: Ledger) -> None:
     assert ledger.session_ids() == ["s1", "s2"]
     report = ledger.verify()
     assert report.ok and report.sessions_checked == 2
+
+
+def test_compaction_snapshot(ledger: Ledger, database_url: str) -> None:
+    assert ledger.compaction("s1").state == "absent"
+    ledger.submit("s1", strict(("a", "completed"), ("b", "in_progress"), ("c", "pending")))
+    snap = ledger.compaction("s1", max_chars=500)
+    assert (snap.state, snap.revision, snap.completed, snap.total) == ("present", 1, 1, 3)
+    assert snap.current is not None and snap.current.id == "b"
+    with pytest.raises(SessionNotFound):
+        ledger.compaction("ghost")
+
+    def garble(data: dict[str, Any]) -> None:
+        data["snapshot"]["_data_"]["steps"] = "not a list"
+
+    edit_event(database_url, "plan:s1", 3, garble)
+    broken = Ledger(database_url).compaction("s1")
+    assert broken.state == "unreadable" and broken.error
+    assert "unreadable_event" in broken.error and broken.completed is None

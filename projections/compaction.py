@@ -1,0 +1,127 @@
+"""The compaction snapshot: a bounded summary of the plan for a context-compaction handoff.
+
+It never reports progress it did not read: no plan is `absent` ("no plan", never "done"), and a
+plan that could not be read is `unreadable`, with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+from pydantic import BaseModel
+
+from domain.models import Step
+from projections.shapes import PlanView
+
+DEFAULT_MAX_CHARS = 2000
+NEXT_STEPS = 5
+ELLIPSIS = "…"
+
+
+class StepSummary(BaseModel):
+    id: str
+    title: str
+
+
+class CompactionSnapshot(BaseModel):
+    state: Literal["present", "absent", "unreadable"]
+    revision: int | None = None
+    title: str | None = None
+    current: StepSummary | None = None
+    next: list[StepSummary] | None = None
+    completed: int | None = None
+    cancelled: int | None = None
+    total: int | None = None
+    goal_id: str | None = None
+    truncated: bool | None = None
+    error: str | None = None
+    text: str
+
+    def as_json(self) -> dict[str, object]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+def fit(text: str, max_chars: int) -> tuple[str, bool]:
+    """`text` cut to `max_chars` (ending in an ellipsis when cut), and whether it was cut."""
+    if len(text) <= max_chars:
+        return text, False
+    if max_chars <= len(ELLIPSIS):
+        return text[:max_chars], True
+    return text[: max_chars - len(ELLIPSIS)].rstrip() + ELLIPSIS, True
+
+
+def summarise(view: PlanView | None, max_chars: int = DEFAULT_MAX_CHARS) -> CompactionSnapshot:
+    """The snapshot of a plan view (None: the session has no plan)."""
+    if view is None or not view.steps:
+        text, _ = fit("No plan (no steps recorded).", max_chars)
+        return CompactionSnapshot(
+            state="absent", revision=view.revision if view else None, text=text
+        )
+    steps = view.steps
+    current = next((s for s in steps if s.status == "in_progress"), None)
+    pending = [s for s in steps if s.status == "pending"]
+    completed = sum(s.status == "completed" for s in steps)
+    cancelled = sum(s.status == "cancelled" for s in steps)
+    text, truncated = _render(view, current, pending, completed, cancelled, max_chars)
+    return CompactionSnapshot(
+        state="present",
+        revision=view.revision,
+        title=view.title,
+        current=StepSummary(id=current.id, title=current.title) if current else None,
+        next=[StepSummary(id=s.id, title=s.title) for s in pending[:NEXT_STEPS]],
+        completed=completed,
+        cancelled=cancelled,
+        total=len(steps),
+        goal_id=view.goal_id,
+        truncated=truncated or len(pending) > NEXT_STEPS,
+        text=text,
+    )
+
+
+def _render(
+    view: PlanView,
+    current: Step | None,
+    pending: list[Step],
+    completed: int,
+    cancelled: int,
+    max_chars: int,
+) -> tuple[str, bool]:
+    head = f"Plan revision {view.revision}" + (f": {fit(view.title, 120)[0]}" if view.title else "")
+    progress = f"Progress: {completed} of {len(view.steps)} steps completed"
+    if cancelled:
+        progress += f", {cancelled} cancelled"
+    lines = [head, progress]
+    if view.goal_id:
+        lines.append(f"Goal: {view.goal_id}")
+    lines.append(f"Current: {fit(current.title, 200)[0]}" if current else "Current: none")
+    shown = pending[:NEXT_STEPS]
+    dropped = len(pending) - len(shown)
+    cut = False
+    while True:
+        body = [*lines, *(f"Next: {fit(s.title, 200)[0]}" for s in shown)]
+        if dropped:
+            body.append(f"(+{dropped} more pending)")
+        text = "\n".join(body)
+        if len(text) <= max_chars or not shown:
+            break
+        shown, dropped, cut = shown[:-1], dropped + 1, True
+    text, hard_cut = fit(text, max_chars)
+    return text, cut or hard_cut or any(
+        len(s.title) > 200 for s in [*shown, *([current] if current else [])]
+    )
+
+
+def build_plan_snapshot(
+    read_view: Callable[[], PlanView | None], max_chars: int = DEFAULT_MAX_CHARS
+) -> CompactionSnapshot:
+    """Best-effort: any failure to read the plan becomes `unreadable`, never invented progress."""
+    if max_chars < 0:
+        raise ValueError("max_chars must be >= 0")
+    try:
+        view = read_view()
+    except Exception as error:
+        reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        text, _ = fit(f"Plan unreadable ({reason}); do not assume any progress.", max_chars)
+        return CompactionSnapshot(state="unreadable", error=reason, text=text)
+    return summarise(view, max_chars)
