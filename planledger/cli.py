@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -28,7 +29,8 @@ from domain.errors import (
 from domain.session import Mode
 from planledger import render
 from planledger.ledger import InvalidInput, Ledger
-from planledger.settings import SettingsError, database_settings
+from planledger.settings import SettingsError, database_settings, home_dir
+from projections.runner import ProjectionHalted, ProjectionRunner
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_REJECTED, EXIT_CONFLICT = 0, 1, 2, 3, 4
 
@@ -68,6 +70,7 @@ class ModeChoice(StrEnum):
 class _State:
     database: str | None = None
     ledger: Ledger | None = None
+    runner: ProjectionRunner | None = None
 
 
 state = _State()
@@ -78,6 +81,14 @@ def ledger() -> Ledger:
     if state.ledger is None:
         state.ledger = Ledger(database_settings(state.database))
     return state.ledger
+
+
+def views() -> ProjectionRunner:
+    """The read side: views and plan.json files under PLANLEDGER_HOME, caught up on use."""
+    if state.runner is None:
+        app = ledger()
+        state.runner = ProjectionRunner(app.database, app.mapper, home=home_dir())
+    return state.runner
 
 
 @app.callback()
@@ -213,6 +224,7 @@ def plan_update(
     if isinstance(payload, dict) and expected_revision is not None:
         payload = {**payload, "expected_revision": expected_revision}
     decision = ledger().submit(session_id, payload, client="cli", proposal_id=proposal_id)
+    views().catch_up()  # the views and plan.json follow the write before we return
     emit(as_json, decision, render.decision_text(decision))
     if decision.status == "conflict":
         raise typer.Exit(EXIT_CONFLICT)
@@ -228,15 +240,17 @@ def plan_show(
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """The plan now, or at an earlier revision."""
-    view = ledger().plan(session_id, revision)
+    """The plan now (from the plan view), or as it stood at an earlier revision."""
+    view = (
+        views().plan_view(session_id) if revision is None else ledger().plan(session_id, revision)
+    )
     emit(as_json, view, render.plan_panel(view))
 
 
 @plan_app.command("history")
 def plan_history(session_id: SessionArg, as_json: JsonFlag = False) -> None:
     """Every proposal, commit and rejection, with each commit's step transitions."""
-    history = ledger().history(session_id)
+    history = views().history(session_id)
     emit(as_json, history.as_json(), render.history_table(history))
 
 
@@ -254,6 +268,43 @@ def plan_compaction(
     """
     snapshot = ledger().compaction(session_id, max_chars)
     emit(as_json, snapshot.as_json(), snapshot.text)
+
+
+projections_app = typer.Typer(
+    help="The read side: views and plan.json files.", no_args_is_help=True
+)
+app.add_typer(projections_app, name="projections")
+
+
+@projections_app.command("rebuild")
+def projections_rebuild() -> None:
+    """Drop every view and rebuild it from the events, with a progress bar."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    runner = views()
+    total = runner.store.max_notification_id()
+    counted = 0
+    started = time.perf_counter()
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    ) as progress:
+        task = progress.add_task("rebuilding views", total=total or None)
+
+        def advance(events: int, position: int) -> None:
+            nonlocal counted
+            counted += events
+            progress.update(task, completed=position)
+
+        position = runner.rebuild(advance)
+        progress.update(task, completed=position, total=position or 1)
+    elapsed = time.perf_counter() - started
+    rate = counted / elapsed if elapsed > 0 else 0.0
+    out.print(f"rebuilt the views from {counted} events in {elapsed:.2f} s ({rate:,.0f} events/s)")
 
 
 # -- verification and demo --------------------------------------------------------------------
@@ -288,6 +339,7 @@ def demo() -> None:
 
 EXIT_CODES: list[tuple[type[Exception], int]] = [
     (CorruptHistory, EXIT_FAILED),
+    (ProjectionHalted, EXIT_FAILED),
     (IllegalTransition, EXIT_REJECTED),
     (SessionNotFound, EXIT_INVALID),
     (SessionExists, EXIT_INVALID),
@@ -319,6 +371,8 @@ def main(argv: list[str] | None = None) -> None:
             raise
         fail(describe_unexpected(error), EXIT_FAILED)
     finally:
+        if state.runner is not None:
+            state.runner.close()
         if state.ledger is not None:
             state.ledger.close()
 

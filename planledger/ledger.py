@@ -31,7 +31,7 @@ from domain.session import Goal, Mode, Session
 from planledger.settings import DatabaseSettings, database_settings
 from planledger.transcoding import PydanticTranscoding
 from projections.compaction import DEFAULT_MAX_CHARS, CompactionSnapshot, build_plan_snapshot
-from projections.history import history_entries
+from projections.fold import fold_history
 from projections.plan_view import plan_view, plan_view_at
 from projections.shapes import (
     Decision,
@@ -230,7 +230,7 @@ class Ledger(Application[str]):
     def history(self, session_id: str) -> History:
         self._plan(session_id)
         events = self._events(plan_aggregate_id(session_id))
-        return History(session_id=session_id, entries=history_entries(events))
+        return History(session_id=session_id, entries=fold_history(session_id, events))
 
     # -- verification -----------------------------------------------------------------------
 

@@ -1,0 +1,372 @@
+"""Where the read side lives: view tables and tracking beside the events, on either database.
+
+The view rows and the tracking position of a batch are written in one transaction, and the
+tracking row is locked first, so two runners on one database never apply an event twice.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from eventsourcing.persistence import Notification
+
+from planledger.settings import DatabaseSettings
+from projections.shapes import HistoryEntry, PlanView
+
+VIEWS = "views"  # tracking name of the database views (plan view + history)
+
+
+class StaleBatch(Exception):
+    """Another runner moved the tracking position first; re-read and try again."""
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    session_id: str
+    notification_id: int
+    entry: HistoryEntry
+
+
+def _entry_json(entry: HistoryEntry) -> str:
+    data = entry.model_dump(mode="json", by_alias=True)
+    return json.dumps({k: v for k, v in data.items() if v is not None})
+
+
+class ViewStore:
+    """Common logic; subclasses supply the dialect."""
+
+    placeholder = "%s"
+    json_type = "JSONB"
+    events_table = ""
+
+    def __init__(self, database: DatabaseSettings) -> None:
+        self.database = database
+        self.lock = threading.RLock()
+
+    # -- dialect hooks ------------------------------------------------------------------------
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        raise NotImplementedError
+
+    @contextmanager
+    def _write_transaction(self) -> Iterator[None]:
+        raise NotImplementedError
+        yield
+
+    def read_notifications(self, after: int, limit: int) -> list[Notification]:
+        """Committed events after `after`, in order, never skipping one still in flight."""
+        raise NotImplementedError
+
+    def wait_for_events(self, timeout: float) -> None:
+        """Return when new events may have been committed, or after `timeout` seconds."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    # -- schema -------------------------------------------------------------------------------
+
+    def setup(self) -> None:
+        j = self.json_type
+        with self.lock, self._write_transaction():
+            self._execute(
+                "CREATE TABLE IF NOT EXISTS planledger_tracking "
+                "(projection TEXT PRIMARY KEY, position BIGINT NOT NULL)"
+            )
+            self._execute(
+                "CREATE TABLE IF NOT EXISTS planledger_plan_views (session_id TEXT PRIMARY KEY, "
+                f"position BIGINT NOT NULL, revision BIGINT NOT NULL, view {j} NOT NULL)"
+            )
+            self._execute(
+                "CREATE TABLE IF NOT EXISTS planledger_plan_history (session_id TEXT NOT NULL, "
+                "position BIGINT NOT NULL, notification_id BIGINT NOT NULL, kind TEXT NOT NULL, "
+                f"entry {j} NOT NULL, PRIMARY KEY (session_id, position))"
+            )
+            self._execute(
+                "INSERT INTO planledger_tracking (projection, position) "
+                f"VALUES ({self.placeholder}, 0) ON CONFLICT (projection) DO NOTHING",
+                (VIEWS,),
+            )
+
+    def reset(self) -> None:
+        """Forget every view and position (the start of a rebuild)."""
+        with self.lock, self._write_transaction():
+            self._execute("DELETE FROM planledger_plan_history")
+            self._execute("DELETE FROM planledger_plan_views")
+            self._execute("UPDATE planledger_tracking SET position = 0")
+
+    # -- tracking and writes ------------------------------------------------------------------
+
+    def position(self, name: str) -> int:
+        p = self.placeholder
+        with self.lock:
+            rows = self._execute(
+                f"SELECT position FROM planledger_tracking WHERE projection = {p}", (name,)
+            )
+        return int(rows[0][0]) if rows else 0
+
+    def max_notification_id(self) -> int:
+        with self.lock:
+            rows = self._execute(f"SELECT MAX({self.id_column}) FROM {self.events_table}")
+        return int(rows[0][0] or 0)
+
+    id_column = "notification_id"
+
+    def load_views(self, session_ids: Sequence[str]) -> dict[str, PlanView]:
+        if not session_ids:
+            return {}
+        marks = ", ".join([self.placeholder] * len(session_ids))
+        with self.lock:
+            rows = self._execute(
+                f"SELECT session_id, view FROM planledger_plan_views WHERE session_id IN ({marks})",
+                list(session_ids),
+            )
+        return {row[0]: PlanView.model_validate(_json(row[1])) for row in rows}
+
+    def write_batch(
+        self,
+        expected_position: int,
+        new_position: int,
+        views: dict[str, tuple[int, PlanView]],
+        history: Sequence[HistoryRow],
+    ) -> None:
+        """Views, history rows and the new tracking position, in one transaction.
+
+        StaleBatch if the tracking position is no longer `expected_position`.
+        """
+        p = self.placeholder
+        with self.lock, self._write_transaction():
+            current = self._locked_position(VIEWS)
+            if current != expected_position:
+                raise StaleBatch(f"views are at {current}, batch expected {expected_position}")
+            if views:
+                self._executemany(
+                    "INSERT INTO planledger_plan_views (session_id, position, revision, view) "
+                    f"VALUES ({p}, {p}, {p}, {p}) ON CONFLICT (session_id) DO UPDATE SET "
+                    "position = excluded.position, revision = excluded.revision, "
+                    "view = excluded.view",
+                    [
+                        (sid, pos, view.revision, view.model_dump_json())
+                        for sid, (pos, view) in views.items()
+                    ],
+                )
+            if history:
+                self._executemany(
+                    "INSERT INTO planledger_plan_history "
+                    "(session_id, position, notification_id, kind, entry) "
+                    f"VALUES ({p}, {p}, {p}, {p}, {p})",
+                    [
+                        (
+                            r.session_id,
+                            r.entry.position,
+                            r.notification_id,
+                            r.entry.kind,
+                            _entry_json(r.entry),
+                        )
+                        for r in history
+                    ],
+                )
+            self._execute(
+                f"UPDATE planledger_tracking SET position = {p} WHERE projection = {p}",
+                (new_position, VIEWS),
+            )
+
+    def set_position(self, name: str, position: int) -> None:
+        p = self.placeholder
+        with self.lock, self._write_transaction():
+            self._execute(
+                f"INSERT INTO planledger_tracking (projection, position) VALUES ({p}, {p}) "
+                "ON CONFLICT (projection) DO UPDATE SET position = excluded.position",
+                (name, position),
+            )
+
+    def _locked_position(self, name: str) -> int:
+        rows = self._execute(
+            f"SELECT position FROM planledger_tracking WHERE projection = {self.placeholder}"
+            + self.for_update,
+            (name,),
+        )
+        return int(rows[0][0])
+
+    for_update = " FOR UPDATE"
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def plan_view(self, session_id: str) -> PlanView | None:
+        with self.lock:
+            rows = self._execute(
+                "SELECT view FROM planledger_plan_views WHERE session_id = " + self.placeholder,
+                (session_id,),
+            )
+        return PlanView.model_validate(_json(rows[0][0])) if rows else None
+
+    def views_changed_after(self, position: int) -> list[tuple[str, PlanView]]:
+        with self.lock:
+            rows = self._execute(
+                "SELECT session_id, view FROM planledger_plan_views WHERE position > "
+                + self.placeholder,
+                (position,),
+            )
+        return [(row[0], PlanView.model_validate(_json(row[1]))) for row in rows]
+
+    def history(self, session_id: str) -> list[HistoryEntry]:
+        with self.lock:
+            rows = self._execute(
+                "SELECT entry FROM planledger_plan_history WHERE session_id = "
+                f"{self.placeholder} ORDER BY position",
+                (session_id,),
+            )
+        return [HistoryEntry.model_validate(_json(row[0])) for row in rows]
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+class PostgresViewStore(ViewStore):
+    def __init__(self, database: DatabaseSettings) -> None:
+        super().__init__(database)
+        env = database.env
+        self.schema = env.get("POSTGRES_SCHEMA", "public")
+        self.conninfo = psycopg.conninfo.make_conninfo(
+            host=env["POSTGRES_HOST"],
+            port=env["POSTGRES_PORT"],
+            dbname=env["POSTGRES_DBNAME"],
+            user=env["POSTGRES_USER"],
+            password=env["POSTGRES_PASSWORD"] or None,
+            connect_timeout=env.get("POSTGRES_CONNECT_TIMEOUT", "5"),
+            options=f"-c search_path={self.schema}",
+        )
+        self.events_table = f'"{self.schema}".planledger_events'
+        self.channel = "planledger_events"  # the library NOTIFYs this channel on every insert
+        self.conn = psycopg.connect(self.conninfo, autocommit=True)
+        self.listener: psycopg.Connection[Any] | None = None
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self.conn.cursor() as cursor:
+            cursor.execute(sql, params)  # type: ignore[arg-type]
+            return cursor.fetchall() if cursor.description else []
+
+    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self.conn.cursor() as cursor:
+            cursor.executemany(sql, rows)  # type: ignore[arg-type]
+
+    @contextmanager
+    def _write_transaction(self) -> Iterator[None]:
+        with self.conn.transaction():
+            yield
+
+    def read_notifications(self, after: int, limit: int) -> list[Notification]:
+        # SHARE mode waits for every transaction that is still inserting (they hold ROW
+        # EXCLUSIVE or the library's EXCLUSIVE lock) and keeps new inserts out while we read:
+        # so no event with a lower notification id can commit after we have passed it.
+        with self.lock, self.conn.transaction():
+            self._execute(f"LOCK TABLE {self.events_table} IN SHARE MODE")
+            rows = self._execute(
+                "SELECT notification_id, originator_id, originator_version, topic, state "
+                f"FROM {self.events_table} WHERE notification_id > %s "
+                "ORDER BY notification_id LIMIT %s",
+                (after, limit),
+            )
+        return [
+            Notification(
+                id=r[0], originator_id=r[1], originator_version=r[2], topic=r[3], state=bytes(r[4])
+            )
+            for r in rows
+        ]
+
+    def wait_for_events(self, timeout: float) -> None:
+        if self.listener is None:
+            self.listener = psycopg.connect(self.conninfo, autocommit=True)
+            self.listener.execute(f"LISTEN {self.channel}")
+        for _ in self.listener.notifies(timeout=timeout, stop_after=1):
+            break
+
+    def close(self) -> None:
+        for conn in (self.conn, self.listener):
+            if conn is not None:
+                conn.close()
+
+
+class SqliteViewStore(ViewStore):
+    placeholder = "?"
+    json_type = "TEXT"
+    events_table = "stored_events"
+    id_column = "rowid"
+    for_update = ""  # BEGIN IMMEDIATE already holds the write lock
+
+    def __init__(self, database: DatabaseSettings) -> None:
+        super().__init__(database)
+        self.path = database.env["SQLITE_DBNAME"]
+        self.conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=30
+        )
+        self._data_version = -1
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.conn.execute(sql, params).fetchall()
+
+    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.conn.executemany(sql, rows)
+
+    @contextmanager
+    def _write_transaction(self) -> Iterator[None]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def read_notifications(self, after: int, limit: int) -> list[Notification]:
+        # SQLite commits one writer at a time, and rowids are assigned under the write lock:
+        # a reader never sees a later id before an earlier one is committed.
+        with self.lock:
+            rows = self._execute(
+                "SELECT rowid, originator_id, originator_version, topic, state "
+                "FROM stored_events WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                (after, limit),
+            )
+        return [
+            Notification(
+                id=r[0], originator_id=r[1], originator_version=r[2], topic=r[3], state=bytes(r[4])
+            )
+            for r in rows
+        ]
+
+    def wait_for_events(self, timeout: float) -> None:
+        # SQLite has no notifications: watch the file's data_version, which changes on
+        # every commit by another connection.
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.lock:
+                version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+            if version != self._data_version:
+                self._data_version = version
+                return
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.005)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def open_store(database: DatabaseSettings) -> ViewStore:
+    store: ViewStore = (
+        PostgresViewStore(database) if database.is_postgres else SqliteViewStore(database)
+    )
+    store.setup()
+    return store
