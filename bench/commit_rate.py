@@ -11,16 +11,30 @@ commits / (time spent inside the measured call).
   a  raw psycopg 3 (binary): one single-row INSERT (bigserial id, 300-byte bytea) + COMMIT.
   b  plain `eventsourcing`: Application.save() of a new Aggregate (one Created event).
   c  the ledger: Ledger.submit() of a strict-form (plan_update) proposal that commits.
+  d  no database: the same plan JSON written atomically to plan.json (write, fsync, rename,
+     fsync of the directory), the baseline the ledger replaces.
 
 Workload of (c): strict form on many sessions, rotating. Each session is opened outside the
 timed calls and then receives the 6 revisions of one 5-step plan: step 1 in_progress, then
 step k completed and step k+1 in_progress, ..., then every step completed; each payload
-carries `expected_revision` (so the revision rule is exercised) and is ~480 bytes of JSON.
+carries `expected_revision` (so the revision rule is exercised) and is ~515 bytes of JSON.
 Every decision must come back "committed" or the run stops.
 
-`--experiments` adds bench-only variants of (c) (library env settings or subclasses, nothing
-in planledger/ is changed), e.g. the aggregate cache, the library's DB insert function, a
-one-round-trip insert, no snapshot store, and a long single-session Codex-form stream.
+`--experiments` adds bench-only variants of (c) (library env settings, a custom recorder
+through APPLICATION_RECORDER_TOPIC, or Ledger subclasses; nothing in planledger/ is changed):
+
+  c_cache          AGGREGATE_CACHE_MAXSIZE=1000 (library repository cache, fast-forward)
+  c_dbfn           POSTGRES_ENABLE_DB_FUNCTIONS=y (library insert function; it has NO table lock)
+  c_1trip          the stock locked insert sent in one pipeline sync instead of several
+  c_nosnap         no snapshot store, so no snapshot SELECT per load
+  c_fastwrite      c_1trip with the rows as plain binary parameters (no composite array)
+  c_lockfn         one autocommit call of a plpgsql function that LOCKs, NOTIFYs and INSERTs
+  c_writecache     a Ledger subclass that keeps the plan it saved for the next submit
+  c_fast_both, c_lockfn_wcache   the write-side cache with c_fastwrite / c_lockfn
+  c_codex*         ONE long session in the Codex form (snapshots, growing history), alone and
+                   with the cache / 20-event snapshots / c_lockfn_wcache's changes
+
+A variant's (c) rate is only counted for decisions that came back "committed".
 """
 
 from __future__ import annotations
@@ -52,6 +66,8 @@ from eventsourcing.persistence import StoredEvent  # noqa: E402
 from eventsourcing.postgres import PostgresApplicationRecorder  # noqa: E402
 from eventsourcing.utils import Environment, EnvType, get_topic  # noqa: E402
 from psycopg import sql  # noqa: E402
+from psycopg.rows import tuple_row  # noqa: E402
+from psycopg.types.numeric import Int8  # noqa: E402
 
 from planledger.ledger import Ledger  # noqa: E402
 from planledger.settings import DatabaseSettings, database_settings  # noqa: E402
@@ -199,6 +215,69 @@ class FastWriteRecorder(OneTripRecorder):
         return ids
 
 
+class LockedFunctionRecorder(PostgresApplicationRecorder):
+    """One autocommit statement per save: a plpgsql function that takes the same EXCLUSIVE
+    table lock as the stock recorder, NOTIFYs and inserts (unlike the library's own
+    POSTGRES_ENABLE_DB_FUNCTIONS function, which has no LOCK TABLE). The rows go as four
+    binary arrays (ids, versions, topics, states): no composite type to format or parse."""
+
+    # For attribution in profile_submit.py only: the ledger needs both (ordering, runners).
+    take_lock = True
+    notify = True
+
+    def create_table(self) -> None:
+        super().create_table()
+        with self.datastore.transaction(commit=True) as curs:
+            curs.execute(self._function_ddl(), prepare=False)
+
+    def _function_name(self) -> sql.Identifier:
+        suffix = ("" if self.take_lock else "_nolock") + ("" if self.notify else "_nonotify")
+        name = f"bench_insert_locked_{self.events_table_name}{suffix}"
+        return sql.Identifier(self.datastore.schema, name)
+
+    def _function_ddl(self) -> sql.Composed:
+        return sql.SQL(
+            "CREATE OR REPLACE FUNCTION {fn}(ids {id_type}[], versions bigint[], "
+            "topics text[], states bytea[]) RETURNS SETOF bigint LANGUAGE plpgsql AS $$ "
+            "BEGIN "
+            "SET LOCAL lock_timeout = '{timeout}s'; "
+            "{lock}{notify}"
+            "RETURN QUERY INSERT INTO {table} (originator_id, originator_version, topic, state) "
+            "SELECT * FROM unnest(ids, versions, topics, states) RETURNING notification_id; "
+            "END $$"
+        ).format(
+            fn=self._function_name(),
+            id_type=sql.SQL(self.datastore.originator_id_type),
+            timeout=sql.SQL(str(int(self.datastore.lock_timeout))),
+            table=sql.Identifier(self.datastore.schema, self.events_table_name),
+            lock=sql.SQL("LOCK TABLE {} IN EXCLUSIVE MODE; " if self.take_lock else "").format(
+                sql.Identifier(self.datastore.schema, self.events_table_name)),
+            notify=sql.SQL("NOTIFY {}; " if self.notify else "").format(
+                sql.Identifier(self.channel_name)),
+        )
+
+    def insert_events(
+        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        if not stored_events:
+            return []
+        call = self.__dict__.get("_call")
+        if call is None:
+            call = self.__dict__["_call"] = sql.SQL(
+                "SELECT * FROM {fn}(%b::{id_type}[], %b::bigint[], %b::text[], %b::bytea[])"
+            ).format(fn=self._function_name(),
+                     id_type=sql.SQL(self.datastore.originator_id_type))
+        params = (
+            [e.originator_id for e in stored_events],
+            [Int8(e.originator_version) for e in stored_events],
+            [e.topic for e in stored_events],
+            [e.state for e in stored_events],
+        )
+        with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as curs:
+            curs.execute(call, params, prepare=True)
+            return [row[0] for row in curs.fetchall()]
+
+
 class WriteCacheLedger(Ledger):
     """A write-side cache of Plan aggregates for submit(): no read before a decision.
 
@@ -210,6 +289,7 @@ class WriteCacheLedger(Ledger):
     Queries (plan(), history(), verify) do not use it.
     """
 
+    name = "planledger"
     WRITE_CACHE_SIZE = 1000
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -243,6 +323,7 @@ class WriteCacheLedger(Ledger):
 class NoSnapshotStoreLedger(Ledger):
     """The ledger with snapshotting off: repository.get() reads only the events table."""
 
+    name = "planledger"
     snapshotting_intervals = {}  # noqa: RUF012
 
     def construct_env(self, name: str, env: EnvType | None = None) -> Environment:
@@ -256,6 +337,7 @@ def snapshot_interval_ledger(interval: int) -> type[Ledger]:
     from domain.session import Session
 
     class IntervalLedger(Ledger):
+        name = "planledger"
         snapshotting_intervals = {Plan: interval, Session: interval}  # noqa: RUF012
 
     IntervalLedger.__name__ = f"Ledger_snapshot_every_{interval}"
@@ -264,6 +346,7 @@ def snapshot_interval_ledger(interval: int) -> type[Ledger]:
 
 ONE_TRIP = {"APPLICATION_RECORDER_TOPIC": get_topic(OneTripRecorder)}
 FAST_WRITE = {"APPLICATION_RECORDER_TOPIC": get_topic(FastWriteRecorder)}
+LOCKED_FN = {"APPLICATION_RECORDER_TOPIC": get_topic(LockedFunctionRecorder)}
 CACHE = {"AGGREGATE_CACHE_MAXSIZE": "1000"}
 DB_FUNCTIONS = {"POSTGRES_ENABLE_DB_FUNCTIONS": "y"}
 
@@ -430,6 +513,51 @@ class PlainEventsourcing(Variant):
         self.app.close()
 
 
+class AtomicJsonFile(Variant):
+    key = "d"
+    label = "atomic plan.json write (fsync+rename)"
+    description = (
+        "the no-database baseline: the same strict plan JSON written to plan.json.tmp, "
+        "fsync, os.replace onto plan.json, fsync of the directory (a temp dir on local disk)"
+    )
+
+    def setup(self) -> None:
+        import tempfile
+
+        self.dir = Path(tempfile.mkdtemp(prefix="bench_plan_json_"))
+
+    def operations(self) -> Iterator[Callable[[], None]]:
+        target, tmp = self.dir / "plan.json", self.dir / "plan.json.tmp"
+        dir_fd = os.open(self.dir, os.O_RDONLY)
+        self._dir_fd = dir_fd
+        n = 0
+        while True:
+            data = json.dumps({"revision": n, **STRICT_SCRIPT[n % len(STRICT_SCRIPT)]}).encode()
+            n += 1
+
+            def op(data: bytes = data) -> None:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                try:
+                    os.write(fd, data)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                os.replace(tmp, target)
+                os.fsync(dir_fd)
+
+            yield op
+
+    def close(self) -> None:
+        import shutil
+
+        with contextlib.suppress(Exception):
+            os.close(self._dir_fd)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def info(self) -> dict[str, Any]:
+        return {"payload_json_bytes": json_size({"revision": 0, **STRICT_SCRIPT[0]})}
+
+
 class LedgerVariant(Variant):
     key = "c"
     label = "ledger submit (strict, rotating sessions)"
@@ -531,8 +659,9 @@ def ledger_variant(
 
 
 VARIANTS: dict[str, type[Variant]] = {
-    v.key: v for v in (RawPsycopg, PlainEventsourcing, LedgerVariant)
+    v.key: v for v in (RawPsycopg, PlainEventsourcing, LedgerVariant, AtomicJsonFile)
 }
+NEEDS_SCHEMA = {"d": False}
 EXPERIMENTS: dict[str, type[Variant]] = {
     v.key: v
     for v in (
@@ -554,11 +683,19 @@ EXPERIMENTS: dict[str, type[Variant]] = {
                        "bench-only recorder: one pipeline sync, rows as plain parameters "
                        "(bytea binary) instead of a text composite array; same lock",
                        env=FAST_WRITE),
+        ledger_variant("c_lockfn", "c + locked insert function",
+                       "bench-only recorder: one autocommit SELECT of a plpgsql function "
+                       "(SET LOCAL, LOCK TABLE, NOTIFY, INSERT) with binary array params",
+                       env=LOCKED_FN),
         ledger_variant("c_writecache", "c + write-side plan cache",
                        "subclass: submit() reuses the Plan it saved last (no SELECTs); a "
                        "conflict evicts it and re-reads", ledger_class=WriteCacheLedger),
         ledger_variant("c_fast_both", "c + fastwrite + write-side cache",
-                       "both of the above", env=FAST_WRITE, ledger_class=WriteCacheLedger),
+                       "c_fastwrite and c_writecache together", env=FAST_WRITE,
+                       ledger_class=WriteCacheLedger),
+        ledger_variant("c_lockfn_wcache", "c + locked function + write-side cache",
+                       "c_lockfn and c_writecache together", env=LOCKED_FN,
+                       ledger_class=WriteCacheLedger),
         LedgerCodexVariant,
         ledger_variant("c_codex_cache", "c_codex + AGGREGATE_CACHE_MAXSIZE=1000",
                        "long single session with the repository cache (fast-forward)",
@@ -566,9 +703,9 @@ EXPERIMENTS: dict[str, type[Variant]] = {
         ledger_variant("c_codex_snap20", "c_codex + snapshot every 20 events",
                        "long single session, snapshotting_intervals 20 instead of 100",
                        ledger_class=snapshot_interval_ledger(20), base=LedgerCodexVariant),
-        ledger_variant("c_codex_fast_both", "c_codex + fastwrite + write-side cache",
-                       "long single session, both bench-only changes", env=FAST_WRITE,
-                       ledger_class=WriteCacheLedger, base=LedgerCodexVariant),
+        ledger_variant("c_codex_lockfn_wcache", "c_codex + locked function + write cache",
+                       "long single session, c_lockfn_wcache's two bench-only changes",
+                       env=LOCKED_FN, ledger_class=WriteCacheLedger, base=LedgerCodexVariant),
     )
 }
 ALL_VARIANTS = {**VARIANTS, **EXPERIMENTS}
@@ -644,12 +781,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     tag = f"{os.getpid()}_{uuid.uuid4().hex[:6]}"
     machine = machine_info(args.database)
     variants: list[Variant] = []
+    schemas: list[str] = []
     rounds: dict[str, list[RoundResult]] = {k: [] for k in keys}
     started = dt.datetime.now(dt.UTC)
     try:
         for key in keys:
-            schema = f"bench_cr_{key}_{tag}".lower()
-            create_schema(args.database, schema)
+            schema = ""
+            if NEEDS_SCHEMA.get(key, True):
+                schema = f"bench_cr_{key}_{tag}".lower()
+                create_schema(args.database, schema)
+                schemas.append(schema)
             variant = ALL_VARIANTS[key](args.database, schema)
             variants.append(variant)
             variant.start()
@@ -665,7 +806,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for variant in variants:
             with contextlib.suppress(Exception):
                 variant.close()
-            drop_schema(args.database, variant.schema)
+        for schema in schemas:
+            drop_schema(args.database, schema)
 
     medians = {k: median([x.rate for x in rounds[k]]) for k in keys}
     base = medians.get("a") or 0.0
@@ -717,16 +859,16 @@ def print_table(result: dict[str, Any]) -> None:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=None,
                         help="seconds per variant per round (default: ~60 s in total)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--database", default=os.environ.get("BENCH_DATABASE_URL",
                                                              DEFAULT_DATABASE))
-    parser.add_argument("--variants", default="a,b,c",
+    parser.add_argument("--variants", default="a,b,c,d",
                         help=f"comma list from: {', '.join(ALL_VARIANTS)}")
     parser.add_argument("--experiments", action="store_true",
-                        help="run a, b, c and every experimental variant of c")
+                        help="run a, b, c, d and every experimental variant of c")
     args = parser.parse_args(argv)
     keys = list(ALL_VARIANTS) if args.experiments else [
         k.strip() for k in args.variants.split(",") if k.strip()

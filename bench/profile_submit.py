@@ -8,6 +8,8 @@ breakdown  instruments the ledger's phases (parse, fingerprint, load, decide, sa
 cprofile   the top functions by own time and by cumulative time.
 roundtrips counts client->server turns per operation through a local TCP proxy (a turn = the
            client sends after having received), for a, b and the ledger variant.
+growth     one long Codex-form session: submits/s per window of submits and the size of the
+           latest stored snapshot, to show how cost grows with a session's history.
 write      only the write path: the library recorder's insert_events() for the two events of
            one submit, stock vs. without LOCK TABLE, vs. one pipeline sync, vs. DB function,
            against raw INSERT+COMMIT, so the cost of the lock and of each round trip shows.
@@ -36,10 +38,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import commit_rate as cr  # noqa: E402
-import psycopg  # noqa: E402
-import psycopg.waiting  # noqa: E402
-from psycopg import sql  # noqa: E402
+import commit_rate as cr
+import psycopg
+import psycopg.waiting
+from psycopg import sql
 
 # -- a phase timer: self time per phase, with nesting ---------------------------------------
 
@@ -245,7 +247,6 @@ def write_path(args: argparse.Namespace) -> None:
         drive(variant, 6)
         sample = [e for e in app.recorder.select_events(f"plan:{_first_session(variant)}")][1:3]
         recorder = app.recorder
-        ident = sql.Identifier(recorder.datastore.schema, recorder.events_table_name)
 
         def events(n: int) -> list[StoredEvent]:
             return [StoredEvent(f"w:{n}", i + 1, e.topic, e.state) for i, e in enumerate(sample)]
@@ -264,6 +265,15 @@ def write_path(args: argparse.Namespace) -> None:
             return clone.insert_events
 
         one_trip = with_class(cr.OneTripRecorder)
+        fast_write = with_class(cr.FastWriteRecorder)
+        def function_recorder(lock: bool, notify: bool) -> Callable[[list[StoredEvent]], Any]:
+            cls = type("Fn", (cr.LockedFunctionRecorder,), {"take_lock": lock, "notify": notify})
+            clone = cls.__new__(cls)
+            clone.__dict__.update(recorder.__dict__)
+            with recorder.datastore.transaction(commit=True) as curs:
+                curs.execute(clone._function_ddl())
+            return clone.insert_events
+
         recorder.datastore.enable_db_functions = False
         conn = psycopg.connect(cr.conninfo(args.database))
         raw_table = sql.Identifier(recorder.datastore.schema, "raw")
@@ -290,7 +300,12 @@ def write_path(args: argparse.Namespace) -> None:
             "stock without LOCK TABLE": with_class(NoLock),
             "stock without LOCK TABLE and NOTIFY": with_class(NoLockNoNotify),
             "one pipeline sync (same statements)": one_trip,
-            "DB function (no LOCK)": db_function,
+            "one pipeline sync, VALUES with binary params": fast_write,
+            "locked plpgsql function, binary arrays (1 statement)": function_recorder(True, True),
+            "  same function without NOTIFY": function_recorder(True, False),
+            "  same function without LOCK TABLE": function_recorder(False, True),
+            "  same function without LOCK TABLE and NOTIFY": function_recorder(False, False),
+            "library DB function (composite array, no LOCK)": db_function,
         }
         counter = [0]
         results: dict[str, list[float]] = defaultdict(list)
@@ -388,6 +403,30 @@ def roundtrips(args: argparse.Namespace) -> None:
             cr.drop_schema(args.database, schema)
 
 
+def growth(args: argparse.Namespace) -> None:
+    key = args.variant if args.variant.startswith("c_codex") else "c_codex"
+    window = max(1, args.submits // 10)
+    print(f"variant {key}: one session, windows of {window} submits")
+    print(f"{'submits so far':>14} {'submits/s':>10} {'p50 ms':>8} {'snapshot bytes':>15} "
+          f"{'outcomes kept':>14}")
+    with variant_in_schema(args.database, key) as variant:
+        app = variant.app
+        done = 0
+        while done < args.submits:
+            wall, _, lat = drive(variant, window)
+            done += window
+            size = outcomes = 0
+            if app.snapshots is not None:
+                session = next(iter(app.session_ids()))
+                snaps = app.snapshots.recorder.select_events(
+                    f"plan:{session}", desc=True, limit=1)
+                if snaps:
+                    size = len(snaps[0].state)
+                outcomes = len(app._plan(session).outcomes)
+            print(f"{done:>14} {window / wall:>10.1f} {1000 * statistics.median(lat):>8.3f} "
+                  f"{size:>15} {outcomes:>14}")
+
+
 def _first_session(variant: cr.LedgerVariant) -> str:
     topic = "domain.session:Session.SessionOpened"
     page = variant.app.recorder.select_notifications(1, 1, topics=[topic])
@@ -401,12 +440,13 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=120)
     parser.add_argument("--rounds", type=int, default=5, help="(write mode) interleaved rounds")
     parser.add_argument("--top", type=int, default=35)
-    parser.add_argument("--mode", choices=("breakdown", "cprofile", "write", "roundtrips"), default="breakdown")
+    parser.add_argument("--mode", default="breakdown",
+                        choices=("breakdown", "cprofile", "write", "roundtrips", "growth"))
     parser.add_argument("--database", default=os.environ.get("BENCH_DATABASE_URL",
                                                              cr.DEFAULT_DATABASE))
     args = parser.parse_args()
     modes = {"breakdown": breakdown, "cprofile": profile, "write": write_path,
-             "roundtrips": roundtrips}
+             "roundtrips": roundtrips, "growth": growth}
     modes[args.mode](args)
 
 

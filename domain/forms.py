@@ -183,9 +183,7 @@ def _text(
 def _step_items(
     payload: Mapping[str, Any], key: str, allowed: frozenset[str], problems: list[Violation]
 ) -> list[tuple[int, Mapping[str, Any]]]:
-    raw = payload.get(key)
-    if raw is None:
-        raw = []
+    raw = payload.get(key, [])
     if not isinstance(raw, list):
         problems.append(
             Violation(code="invalid_field", message=f"`{key}` must be a list of step objects.")

@@ -6,8 +6,9 @@ The same functions decide a proposal and re-check every commit on replay.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 
+from domain.forms import derive_step_ids
 from domain.models import (
     ALLOWED_STATUSES,
     MAX_STEP_ID_CHARS,
@@ -47,7 +48,24 @@ def check_snapshot(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
         )
     problems += _check_steps(policy, snapshot)
     problems += _check_in_progress(policy, snapshot)
+    if policy is Policy.REPLACE:
+        problems += _check_derived_ids(snapshot)
     return problems
+
+
+def _check_derived_ids(snapshot: PlanSnapshot) -> list[Violation]:
+    """update_plan ids are derived from the step text; a stored plan must agree (replay)."""
+    expected = derive_step_ids([step.title for step in snapshot.steps])
+    return [
+        Violation(
+            code="invalid_step_id",
+            message=f"Step {index} has id {step.id!r} but its text gives {wanted!r}.",
+            step_id=step.id or None,
+            index=index,
+        )
+        for index, (step, wanted) in enumerate(zip(snapshot.steps, expected, strict=True))
+        if step.id != wanted
+    ]
 
 
 def _check_steps(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
@@ -215,6 +233,3 @@ def step_transitions(
     ]
     return changes
 
-
-def all_ids(snapshots: Sequence[PlanSnapshot]) -> set[str]:
-    return {step.id for snapshot in snapshots for step in snapshot.steps}

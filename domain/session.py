@@ -133,6 +133,8 @@ class Session(Aggregate):
         goal = self.goals.get(goal_id)
         if goal is None:
             raise GoalNotFound(self.session_id, goal_id)
+        if edge not in GOAL_EDGES:
+            raise IllegalTransition(f"goals cannot {edge!r}; use {', '.join(GOAL_EDGES)}")
         source, _ = GOAL_EDGES[edge]
         if goal.state != source:
             raise IllegalTransition(

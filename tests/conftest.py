@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
+
+from planledger.ledger import Ledger
 
 POSTGRES_URL = os.environ.get(
     "PLANLEDGER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
@@ -49,3 +51,17 @@ def database_url(request: pytest.FixtureRequest) -> str:
     """The contract suite runs once on each database."""
     fixture = "sqlite_url" if request.param == "sqlite" else "postgres_url"
     return str(request.getfixturevalue(fixture))
+
+
+@pytest.fixture
+def new_ledger() -> Iterator[Callable[[str], Ledger]]:
+    """Open ledgers (each with its own connection pool) that are closed after the test."""
+    opened: list[Ledger] = []
+
+    def make(url: str) -> Ledger:
+        opened.append(Ledger(url))
+        return opened[-1]
+
+    yield make
+    for ledger in opened:
+        ledger.close()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -244,7 +244,9 @@ def test_plan_at_revision_and_history_transitions(ledger: Ledger) -> None:
     ]
 
 
-def test_verify_clean_then_tampered_commit(ledger: Ledger, database_url: str) -> None:
+def test_verify_clean_then_tampered_commit(
+    ledger: Ledger, database_url: str, new_ledger: Callable[[str], Ledger]
+) -> None:
     ledger.submit("s1", strict(("a", "in_progress"), ("b", "pending")))  # events 2, 3
     ledger.submit("s1", strict(("a", "completed"), ("b", "in_progress")))  # events 4, 5
     assert ledger.verify().ok
@@ -256,14 +258,16 @@ def test_verify_clean_then_tampered_commit(ledger: Ledger, database_url: str) ->
     # The proposal and its commit edited alike, so only the plan rules can catch it.
     edit_event(database_url, "plan:s1", 4, idle)
     edit_event(database_url, "plan:s1", 5, idle)
-    report = Ledger(database_url).verify()
+    report = new_ledger(database_url).verify()
     assert not report.ok
     (problem,) = report.problems
     assert (problem.session_id, problem.position, problem.rule) == ("s1", 5, "no_step_in_progress")
     assert "in_progress" in problem.message
 
 
-def test_tampered_commit_alone_is_a_snapshot_mismatch(ledger: Ledger, database_url: str) -> None:
+def test_tampered_commit_alone_is_a_snapshot_mismatch(
+    ledger: Ledger, database_url: str, new_ledger: Callable[[str], Ledger]
+) -> None:
     ledger.submit("s1", strict(("a", "in_progress")))
     ledger.submit("s1", strict(("a", "completed")))
 
@@ -271,7 +275,7 @@ def test_tampered_commit_alone_is_a_snapshot_mismatch(ledger: Ledger, database_u
         data["snapshot"]["_data_"]["steps"][0]["status"] = "in_progress"
 
     edit_event(database_url, "plan:s1", 5, reopen)
-    fresh = Ledger(database_url)
+    fresh = new_ledger(database_url)
     (problem,) = fresh.verify(["s1"]).problems
     assert (problem.position, problem.rule) == (5, "snapshot_mismatch")
     with pytest.raises(CorruptHistory) as raised:
@@ -279,7 +283,9 @@ def test_tampered_commit_alone_is_a_snapshot_mismatch(ledger: Ledger, database_u
     assert raised.value.position == 5
 
 
-def test_reopened_step_caught_on_replay(ledger: Ledger, database_url: str) -> None:
+def test_reopened_step_caught_on_replay(
+    ledger: Ledger, database_url: str, new_ledger: Callable[[str], Ledger]
+) -> None:
     ledger.submit("s1", strict(("a", "completed"), ("b", "in_progress"), ("c", "pending")))
     ledger.submit("s1", strict(("a", "completed"), ("b", "completed"), ("c", "in_progress")))
 
@@ -290,7 +296,7 @@ def test_reopened_step_caught_on_replay(ledger: Ledger, database_url: str) -> No
 
     edit_event(database_url, "plan:s1", 4, reopen_a)
     edit_event(database_url, "plan:s1", 5, reopen_a)
-    (problem,) = Ledger(database_url).verify().problems
+    (problem,) = new_ledger(database_url).verify().problems
     assert (problem.session_id, problem.position, problem.rule) == (
         "s1",
         5,
@@ -298,19 +304,23 @@ def test_reopened_step_caught_on_replay(ledger: Ledger, database_url: str) -> No
     )
 
 
-def test_undecodable_event_is_named(ledger: Ledger, database_url: str) -> None:
+def test_undecodable_event_is_named(
+    ledger: Ledger, database_url: str, new_ledger: Callable[[str], Ledger]
+) -> None:
     ledger.submit("s1", strict(("a", "in_progress")))
 
     def garble(data: dict[str, Any]) -> None:
         data["snapshot"]["_data_"]["steps"] = "not a list"
 
     edit_event(database_url, "plan:s1", 3, garble)
-    (problem,) = Ledger(database_url).verify().problems
+    (problem,) = new_ledger(database_url).verify().problems
     assert (problem.position, problem.rule) == (3, "unreadable_event")
 
 
-def test_snapshots_speed_reads_but_verify_ignores_them(database_url: str) -> None:
-    app = Ledger(database_url)
+def test_snapshots_speed_reads_but_verify_ignores_them(
+    database_url: str, new_ledger: Callable[[str], Ledger]
+) -> None:
+    app = new_ledger(database_url)
     app.open_session("long")
     titles = [f"Step {n}" for n in range(60)]
     for n in range(60):  # 120 plan events: a snapshot is taken at version 100
@@ -318,7 +328,7 @@ def test_snapshots_speed_reads_but_verify_ignores_them(database_url: str) -> Non
         assert app.submit("long", codex(*steps)).status == "committed"
     assert app.snapshots is not None
     assert list(app.snapshots.get("plan:long"))  # a snapshot exists
-    fresh = Ledger(database_url)
+    fresh = new_ledger(database_url)
     assert fresh.plan("long").revision == 60
 
     def cancel_first(data: dict[str, Any]) -> None:
@@ -331,8 +341,8 @@ def test_snapshots_speed_reads_but_verify_ignores_them(database_url: str) -> Non
     # Corrupt an event the snapshot covers: ordinary reads don't see it, verify does.
     edit_event(database_url, "plan:long", 20, cancel_first)
     edit_event(database_url, "plan:long", 21, cancel_first)
-    assert Ledger(database_url).plan("long").revision == 60
-    (problem,) = Ledger(database_url).verify(["long"]).problems
+    assert new_ledger(database_url).plan("long").revision == 60
+    (problem,) = new_ledger(database_url).verify(["long"]).problems
     assert (problem.position, problem.rule) == (21, "multiple_in_progress")
 
 
@@ -343,7 +353,9 @@ def test_session_ids_and_verify_all(ledger: Ledger) -> None:
     assert report.ok and report.sessions_checked == 2
 
 
-def test_compaction_snapshot(ledger: Ledger, database_url: str) -> None:
+def test_compaction_snapshot(
+    ledger: Ledger, database_url: str, new_ledger: Callable[[str], Ledger]
+) -> None:
     assert ledger.compaction("s1").state == "absent"
     ledger.submit("s1", strict(("a", "completed"), ("b", "in_progress"), ("c", "pending")))
     snap = ledger.compaction("s1", max_chars=500)
@@ -356,6 +368,6 @@ def test_compaction_snapshot(ledger: Ledger, database_url: str) -> None:
         data["snapshot"]["_data_"]["steps"] = "not a list"
 
     edit_event(database_url, "plan:s1", 3, garble)
-    broken = Ledger(database_url).compaction("s1")
+    broken = new_ledger(database_url).compaction("s1")
     assert broken.state == "unreadable" and broken.error
     assert "unreadable_event" in broken.error and broken.completed is None

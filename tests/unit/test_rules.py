@@ -1,0 +1,924 @@
+"""Table-driven tests of every violation code of both policies (SPEC "Two input forms").
+
+Each case goes through the real path: `parse_proposal` -> `Plan.propose` -> `Plan.decide`, so
+shape problems (forms) and content problems (rules) are reported together, as a caller sees them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import pytest
+
+from domain import rules
+from domain.errors import IllegalTransition, InvalidId
+from domain.forms import derive_step_ids, detect_form, parse_proposal
+from domain.ids import plan_aggregate_id, session_aggregate_id, validate_id
+from domain.models import Form, PlanSnapshot, Policy, Step, Violation
+from domain.plan import Outcome, Plan
+from domain.session import Mode, Session
+
+GOALS = frozenset({"g1"})
+ANY = object()  # "this attribute is not checked"
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def st(step_id: str, status: str = "pending", title: str | None = None) -> dict[str, Any]:
+    """A strict-form step."""
+    return {"id": step_id, "title": f"Do {step_id}" if title is None else title, "status": status}
+
+
+def cx(text: str, status: str = "pending") -> dict[str, Any]:
+    """A Codex-form step."""
+    return {"step": text, "status": status}
+
+
+def strict(*steps: dict[str, Any], title: str = "Ship the export", **extra: Any) -> dict[str, Any]:
+    return {"title": title, "steps": list(steps), **extra}
+
+
+def codex(*steps: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"plan": list(steps), **extra}
+
+
+def V(code: str, step_id: Any = ANY, index: Any = ANY) -> tuple[str, Any, Any]:
+    return (code, step_id, index)
+
+
+def run(*payloads: Mapping[str, Any], goals: Collection[str] = GOALS) -> tuple[Plan, list[Outcome]]:
+    """Propose and decide each payload in turn on a fresh plan."""
+    plan = Plan.create(plan_aggregate_id("s1"), "s1")
+    outcomes = []
+    for n, payload in enumerate(payloads):
+        plan.propose(f"p{n}", parse_proposal(payload), f"fingerprint-{n}", "unit")
+        outcomes.append(plan.decide(goals))
+    return plan, outcomes
+
+
+def assert_violations(outcome: Outcome, expected: list[tuple[str, Any, Any]]) -> None:
+    """Exactly the expected codes (with multiplicity), each located where the case says."""
+    actual = list(outcome.violations)
+    assert Counter(v.code for v in actual) == Counter(code for code, _, _ in expected), actual
+    for violation in actual:
+        assert violation.message.strip(), violation
+    unmatched = list(actual)
+    for code, step_id, index in expected:
+        match = next(
+            (
+                v
+                for v in unmatched
+                if v.code == code
+                and (step_id is ANY or v.step_id == step_id)
+                and (index is ANY or v.index == index)
+            ),
+            None,
+        )
+        assert match is not None, f"no {code} with step_id={step_id!r} index={index!r}: {actual}"
+        unmatched.remove(match)
+    if expected:
+        assert outcome.status == "rejected"
+    else:
+        assert outcome.status == "committed", actual
+
+
+LONG_ID = "i" * 65
+HUNDRED_PENDING = [st("s0", "in_progress")] + [st(f"s{n}") for n in range(1, 100)]
+
+
+# -- one proposal on a fresh plan ----------------------------------------------------------
+
+SINGLE_CASES = [
+    # strict: valid inputs
+    pytest.param(strict(st("a", "in_progress"), st("b")), [], id="strict-valid"),
+    pytest.param(
+        strict(st("a", "completed"), st("b", "completed")), [], id="strict-rule6-all-completed"
+    ),
+    pytest.param(
+        strict(st("a", "completed"), st("b", "in_progress")),
+        [],
+        id="strict-in_progress-without-pending",
+    ),
+    pytest.param(strict(), [], id="strict-no-steps"),
+    pytest.param(strict(st("a", "in_progress"), goal_id="g1"), [], id="strict-known-goal"),
+    pytest.param(strict(st("a", "completed"), expected_revision=0), [], id="strict-rev0-fresh"),
+    pytest.param(strict(st("a", "completed"), title="T" * 200), [], id="strict-title-200"),
+    pytest.param(strict(st("a", "completed", title="x" * 500)), [], id="strict-step-title-500"),
+    pytest.param(strict(st("i" * 64, "completed")), [], id="strict-id-64"),
+    pytest.param(strict(st("A.b_c-9", "completed")), [], id="strict-id-all-allowed-chars"),
+    pytest.param(strict(*HUNDRED_PENDING), [], id="strict-100-steps"),
+    pytest.param(
+        strict(st("a", "completed"), title="   " + "T" * 200 + "\t "),
+        [],
+        id="strict-title-trimmed-before-bound",
+    ),
+    # strict: one problem each
+    pytest.param(strict(st("a", "in_progress"), title=""), [V("blank_title")], id="blank_title"),
+    pytest.param(
+        strict(st("a", "in_progress"), title=" \t "), [V("blank_title")], id="blank_title-spaces"
+    ),
+    pytest.param({"steps": [st("a", "in_progress")]}, [V("blank_title")], id="blank_title-missing"),
+    pytest.param(
+        strict(st("a", "in_progress"), st("")), [V("blank_step_id", index=1)], id="blank_step_id"
+    ),
+    pytest.param(
+        strict(st("a", "in_progress"), st("   ")),
+        [V("blank_step_id", index=1)],
+        id="blank_step_id-spaces",
+    ),
+    pytest.param(
+        strict(st("a", "in_progress"), {"title": "No id", "status": "pending"}),
+        [V("blank_step_id", index=1)],
+        id="blank_step_id-missing",
+    ),
+    pytest.param(
+        strict(st("a", "in_progress"), st("b", title="  ")),
+        [V("blank_step_title", step_id="b", index=1)],
+        id="blank_step_title",
+    ),
+    pytest.param(
+        strict(st("a", "in_progress"), {"id": "b", "status": "pending"}),
+        [V("blank_step_title", step_id="b", index=1)],
+        id="blank_step_title-missing",
+    ),
+    pytest.param(
+        strict(st("a", "in_progress"), st("b"), st("a")),
+        [V("duplicate_step_id", step_id="a", index=2)],
+        id="duplicate_step_id",
+    ),
+    pytest.param(
+        strict(st("a", "in_progress"), st(" a ")),
+        [V("duplicate_step_id", step_id="a", index=1)],
+        id="duplicate_step_id-after-trim",
+    ),
+    pytest.param(
+        strict(st("a", "in_progress"), st("b", "in_progress"), st("c")),
+        [V("multiple_in_progress")],
+        id="multiple_in_progress",
+    ),
+    pytest.param(
+        strict(st("a", "completed"), st("b"), st("c")),
+        [V("no_step_in_progress")],
+        id="no_step_in_progress",
+    ),
+    pytest.param(strict(st("a")), [V("no_step_in_progress")], id="no_step_in_progress-single"),
+    pytest.param(
+        strict(st("a", "completed"), st("b", "blocked")),
+        [V("invalid_status", step_id="b", index=1)],
+        id="strict-invalid_status-blocked",
+    ),
+    pytest.param(
+        strict(st("a", "completed"), st("b", "cancelled")),
+        [V("invalid_status", step_id="b", index=1)],
+        id="strict-invalid_status-cancelled",
+    ),
+    pytest.param(
+        strict(st("a", "completed"), st("b", "done")),
+        [V("invalid_status", step_id="b", index=1)],
+        id="strict-invalid_status-unknown-word",
+    ),
+    pytest.param(
+        strict(st("a", "completed"), {"id": "b", "title": "B"}),
+        [V("invalid_status", step_id="b", index=1)],
+        id="strict-invalid_status-missing",
+    ),
+    pytest.param(
+        strict(st("a", "completed"), title="T" * 201), [V("too_long")], id="too_long-title-201"
+    ),
+    pytest.param(
+        strict(st("a", "completed"), st("b", "completed", title="x" * 501)),
+        [V("too_long", step_id="b", index=1)],
+        id="too_long-step-title-501",
+    ),
+    pytest.param(
+        strict(*HUNDRED_PENDING, st("s100")), [V("too_many_steps")], id="too_many_steps-101"
+    ),
+    pytest.param(
+        strict(st("a", "in_progress"), st(LONG_ID)),
+        [V("invalid_step_id", step_id=LONG_ID, index=1)],
+        id="invalid_step_id-65-chars",
+    ),
+    pytest.param(
+        strict(st("a", "in_progress"), st("has space")),
+        [V("invalid_step_id", step_id="has space", index=1)],
+        id="invalid_step_id-space",
+    ),
+    pytest.param(
+        strict(st("a", "in_progress"), st("a/b")),
+        [V("invalid_step_id", step_id="a/b", index=1)],
+        id="invalid_step_id-slash",
+    ),
+    pytest.param(
+        strict(st("a", "in_progress"), st("étape")),
+        [V("invalid_step_id", step_id="étape", index=1)],
+        id="invalid_step_id-non-ascii",
+    ),
+    pytest.param(
+        strict(st("a", "in_progress"), goal_id="ghost"), [V("unknown_goal")], id="unknown_goal"
+    ),
+    pytest.param(
+        strict(st("a", "in_progress"), mode="plan"),
+        [V("mode_change_forbidden")],
+        id="mode_change_forbidden-mode",
+    ),
+    pytest.param(
+        strict(st("a", "in_progress"), collaboration_mode="work"),
+        [V("mode_change_forbidden")],
+        id="mode_change_forbidden-collaboration_mode",
+    ),
+    pytest.param(
+        strict(st("a", "in_progress"), notes="research notes"),
+        [V("unknown_field")],
+        id="unknown_field-top",
+    ),
+    pytest.param(
+        strict(st("a", "in_progress"), explanation="codex-only field"),
+        [V("unknown_field")],
+        id="unknown_field-codex-field-in-strict",
+    ),
+    pytest.param(
+        strict(st("a", "in_progress"), {**st("b"), "owner": "me"}),
+        [V("unknown_field", index=1)],
+        id="unknown_field-in-step",
+    ),
+    pytest.param(
+        strict(st("a", "in_progress"), {"id": "b", "step": "B", "status": "pending"}),
+        [V("unknown_field", index=1), V("blank_step_title", step_id="b", index=1)],
+        id="unknown_field-codex-step-key-in-strict",
+    ),
+    pytest.param(
+        strict(st("a", "in_progress"), expected_revision=3),
+        [V("revision_conflict")],
+        id="strict-revision_conflict-fresh",
+    ),
+    # codex: valid inputs
+    pytest.param(
+        codex(cx("Locate the failure", "completed"), cx("Fix it", "in_progress")),
+        [],
+        id="codex-valid",
+    ),
+    pytest.param(
+        codex(cx("Locate", "pending"), cx("Fix", "pending")),
+        [],
+        id="codex-pending-without-in_progress",
+    ),
+    pytest.param(codex(cx("Old idea", "cancelled"), cx("Fix")), [], id="codex-cancelled-ok"),
+    pytest.param(codex(), [], id="codex-empty-list"),
+    pytest.param(codex(cx("Same"), cx("Same")), [], id="codex-duplicate-text-ok"),
+    pytest.param(codex(cx("x" * 500)), [], id="codex-step-500"),
+    pytest.param(codex(*[cx(f"Step {n}") for n in range(100)]), [], id="codex-100-steps"),
+    pytest.param(
+        codex(cx("Fix"), explanation="why", goal_id="g1", expected_revision=0),
+        [],
+        id="codex-all-optional-fields",
+    ),
+    # codex: one problem each
+    pytest.param(
+        codex(cx("A", "in_progress"), cx("B", "in_progress")),
+        [V("multiple_in_progress")],
+        id="codex-multiple_in_progress",
+    ),
+    pytest.param(
+        codex(cx("A"), cx("   ")), [V("blank_step_title", index=1)], id="codex-blank-step-text"
+    ),
+    pytest.param(
+        codex(cx("A"), {"status": "pending"}),
+        [V("blank_step_title", index=1)],
+        id="codex-missing-step-text",
+    ),
+    pytest.param(
+        codex(cx("A"), cx("B", "blocked")),
+        [V("invalid_status", index=1)],
+        id="codex-invalid_status-blocked",
+    ),
+    pytest.param(
+        codex(cx("A"), cx("B", "done")),
+        [V("invalid_status", index=1)],
+        id="codex-invalid_status-unknown-word",
+    ),
+    pytest.param(
+        codex(cx("A"), {"step": "B"}),
+        [V("invalid_status", index=1)],
+        id="codex-invalid_status-missing",
+    ),
+    pytest.param(
+        codex(cx("A"), cx("x" * 501)), [V("too_long", index=1)], id="codex-too_long-step-501"
+    ),
+    pytest.param(
+        codex(*[cx(f"Step {n}") for n in range(101)]),
+        [V("too_many_steps")],
+        id="codex-too_many_steps-101",
+    ),
+    pytest.param(codex(cx("A"), goal_id="ghost"), [V("unknown_goal")], id="codex-unknown_goal"),
+    pytest.param(
+        codex(cx("A"), mode="plan"), [V("mode_change_forbidden")], id="codex-mode_change-mode"
+    ),
+    pytest.param(
+        codex(cx("A"), collaboration_mode="plan"),
+        [V("mode_change_forbidden")],
+        id="codex-mode_change-collaboration_mode",
+    ),
+    pytest.param(codex(cx("A"), notes="x"), [V("unknown_field")], id="codex-unknown_field-top"),
+    pytest.param(
+        codex(cx("A"), {"step": "B", "status": "pending", "id": "b"}),
+        [V("unknown_field", index=1)],
+        id="codex-unknown_field-in-step",
+    ),
+    pytest.param(
+        codex(cx("A"), expected_revision=2),
+        [V("revision_conflict")],
+        id="codex-revision_conflict-fresh",
+    ),
+    # shape problems that are not spec codes but must still be reported
+    pytest.param(
+        {"title": "T", "steps": [], "plan": []}, [V("ambiguous_form")], id="ambiguous_form"
+    ),
+    pytest.param({"explanation": "nothing else"}, [V("missing_field")], id="no-plan-at-all"),
+    pytest.param({"title": "T"}, [V("missing_field")], id="strict-missing-steps"),
+    pytest.param(
+        strict(st("a", "in_progress"), expected_revision=-1),
+        [V("invalid_field")],
+        id="negative-expected_revision",
+    ),
+    pytest.param(
+        strict(st("a", "in_progress"), expected_revision=True),
+        [V("invalid_field")],
+        id="bool-expected_revision",
+    ),
+    pytest.param(
+        codex({"step": 3, "status": "pending"}),
+        [V("invalid_field", index=0)],
+        id="codex-non-string-step",
+    ),
+    pytest.param(codex("not an object"), [V("invalid_field", index=0)], id="codex-non-object"),
+    pytest.param({"plan": "a, b"}, [V("invalid_field")], id="codex-plan-not-a-list"),
+]
+
+
+@pytest.mark.parametrize(("payload", "expected"), SINGLE_CASES)
+def test_single_proposal(payload: dict[str, Any], expected: list[tuple[str, Any, Any]]) -> None:
+    plan, [outcome] = run(payload)
+    assert_violations(outcome, expected)
+    assert plan.revision == (0 if expected else 1)
+    assert outcome.revision == plan.revision
+    if expected:
+        assert plan.snapshot is None
+        assert plan.last_rejection is not None
+        assert plan.last_rejection[0] == "p0"
+
+
+# -- several proposals: cross-revision rules and policy fixing -----------------------------
+
+BASE = strict(st("a", "in_progress"), st("b"), st("c"))
+BASE_DONE_A = strict(st("a", "completed"), st("b", "in_progress"), st("c"))
+
+SEQUENCE_CASES = [
+    pytest.param(
+        [BASE, strict(st("a", "in_progress"), st("b"))],
+        [V("step_removed", step_id="c")],
+        1,
+        id="step_removed",
+    ),
+    pytest.param(
+        [BASE, strict(st("a", "in_progress"))],
+        [V("step_removed", step_id="b"), V("step_removed", step_id="c")],
+        1,
+        id="step_removed-two",
+    ),
+    pytest.param(
+        [
+            strict(st("a", "in_progress")),
+            strict(st("a", "in_progress"), st("b")),
+            strict(st("b", "in_progress")),
+        ],
+        [V("step_removed", step_id="a")],
+        2,
+        id="step_removed-id-from-older-revision",
+    ),
+    pytest.param(
+        [BASE, strict(st("x", "in_progress"), st("b"), st("c"))],
+        [V("step_removed", step_id="a")],
+        1,
+        id="step_removed-renamed-id",
+    ),
+    pytest.param(
+        [BASE, strict(st("c", title="Renamed"), st("a", "in_progress"), st("b"), st("d"))],
+        [],
+        2,
+        id="strict-retitle-reorder-add-ok",
+    ),
+    pytest.param(
+        [
+            BASE,
+            strict(st("a", "in_progress"), st("b"), st("c"), st("bad", "nope")),
+            strict(st("a", "in_progress"), st("b"), st("c")),
+        ],
+        [],
+        2,
+        id="rejected-ids-are-not-accepted-ids",
+    ),
+    pytest.param(
+        [BASE_DONE_A, strict(st("a", "in_progress"), st("b"), st("c"))],
+        [V("completed_step_reopened", step_id="a", index=0)],
+        1,
+        id="completed_step_reopened-in_progress",
+    ),
+    pytest.param(
+        [BASE_DONE_A, strict(st("b", "in_progress"), st("c"), st("a"))],
+        [V("completed_step_reopened", step_id="a", index=2)],
+        1,
+        id="completed_step_reopened-pending",
+    ),
+    pytest.param(
+        [BASE_DONE_A, strict(st("a", "completed"), st("b", "completed"), st("c", "in_progress"))],
+        [],
+        2,
+        id="strict-completion-monotonic-ok",
+    ),
+    pytest.param(
+        [BASE_DONE_A, strict(st("a", "completed"), st("b", "completed"), st("c", "completed"))],
+        [],
+        2,
+        id="strict-rule6-finish-with-zero-in_progress",
+    ),
+    pytest.param(
+        [BASE, {**BASE_DONE_A, "expected_revision": 0}],
+        [V("revision_conflict")],
+        1,
+        id="revision_conflict-stale",
+    ),
+    pytest.param(
+        [BASE, {**BASE_DONE_A, "expected_revision": 2}],
+        [V("revision_conflict")],
+        1,
+        id="revision_conflict-future",
+    ),
+    pytest.param([BASE, {**BASE_DONE_A, "expected_revision": 1}], [], 2, id="revision-current-ok"),
+    pytest.param(
+        [BASE, {**BASE, "title": ""}, {**BASE_DONE_A, "expected_revision": 1}],
+        [],
+        2,
+        id="rejection-leaves-revision-unchanged",
+    ),
+    # replace policy: no cross-revision rules
+    pytest.param(
+        [codex(cx("A", "in_progress"), cx("B")), codex(cx("C", "in_progress"))],
+        [],
+        2,
+        id="replace-step-dropped-ok",
+    ),
+    pytest.param(
+        [codex(cx("A", "completed"), cx("B", "in_progress")), codex(cx("A", "in_progress"))],
+        [],
+        2,
+        id="replace-completed-may-reopen",
+    ),
+    pytest.param([codex(cx("A", "in_progress")), codex()], [], 2, id="replace-empty-list-clears"),
+    pytest.param(
+        [codex(cx("A")), codex(cx("A"), expected_revision=0)],
+        [V("revision_conflict")],
+        1,
+        id="replace-revision_conflict",
+    ),
+    # policy is fixed by the first proposal
+    pytest.param(
+        [BASE, codex(cx("A", "in_progress"))],
+        [V("policy_mismatch")],
+        1,
+        id="policy_mismatch-strict-then-codex",
+    ),
+    pytest.param(
+        [codex(cx("A", "in_progress")), BASE],
+        [V("policy_mismatch")],
+        1,
+        id="policy_mismatch-codex-then-strict",
+    ),
+    pytest.param(
+        [{**BASE, "title": ""}, codex(cx("A", "in_progress"))],
+        [V("policy_mismatch")],
+        0,
+        id="policy_mismatch-first-proposal-rejected-still-fixes",
+    ),
+    pytest.param(
+        [codex(cx("A", "in_progress")), {**BASE, "expected_revision": 0, "mode": "plan"}],
+        [V("policy_mismatch"), V("revision_conflict"), V("mode_change_forbidden")],
+        1,
+        id="policy_mismatch-reported-with-others",
+    ),
+]
+
+
+@pytest.mark.parametrize(("payloads", "expected", "revision"), SEQUENCE_CASES)
+def test_proposal_sequence(
+    payloads: list[dict[str, Any]], expected: list[tuple[str, Any, Any]], revision: int
+) -> None:
+    plan, outcomes = run(*payloads)
+    assert_violations(outcomes[-1], expected)
+    assert plan.revision == revision
+    assert outcomes[-1].revision == revision
+
+
+def test_rejection_keeps_previous_snapshot() -> None:
+    plan, outcomes = run(BASE, strict(st("a", "in_progress")))
+    assert [o.status for o in outcomes] == ["committed", "rejected"]
+    assert plan.revision == 1
+    assert plan.snapshot is not None
+    assert [s.id for s in plan.snapshot.steps] == ["a", "b", "c"]
+    assert plan.accepted_ids == ["a", "b", "c"]
+
+
+def test_replace_empty_list_commits_an_empty_plan() -> None:
+    plan, outcomes = run(codex(cx("A", "in_progress")), codex(explanation="all done"))
+    assert outcomes[-1].status == "committed"
+    assert plan.revision == 2
+    assert plan.snapshot == PlanSnapshot(title=None, goal_id=None, steps=())
+    assert plan.snapshot.is_empty
+
+
+def test_unknown_goal_checked_against_the_sessions_goals() -> None:
+    _, [outcome] = run(strict(st("a", "in_progress"), goal_id="g2"), goals={"g2"})
+    assert outcome.status == "committed"
+    _, [outcome] = run(strict(st("a", "in_progress"), goal_id="g1"), goals=set())
+    assert [v.code for v in outcome.violations] == ["unknown_goal"]
+
+
+# -- every violation at once ---------------------------------------------------------------
+
+
+def test_strict_reports_every_violation_at_once() -> None:
+    payload = {
+        "title": "   ",
+        "goal_id": "ghost",
+        "expected_revision": 4,
+        "mode": "plan",
+        "notes": "x",
+        "steps": [
+            st("a", "in_progress"),
+            st("a", "in_progress"),
+            st("", "pending"),
+            st("b", "blocked", title=" "),
+            st("c", "pending", title="y" * 501),
+            st("bad id", "cancelled"),
+            {**st("d"), "owner": "me"},
+        ],
+    }
+    _, [outcome] = run(payload)
+    assert_violations(
+        outcome,
+        [
+            V("blank_title"),
+            V("unknown_goal"),
+            V("revision_conflict"),
+            V("mode_change_forbidden"),
+            V("unknown_field"),
+            V("unknown_field", index=6),
+            V("duplicate_step_id", step_id="a", index=1),
+            V("blank_step_id", index=2),
+            V("blank_step_title", step_id="b", index=3),
+            V("invalid_status", step_id="b", index=3),
+            V("too_long", step_id="c", index=4),
+            V("invalid_step_id", step_id="bad id", index=5),
+            V("invalid_status", step_id="bad id", index=5),
+            V("multiple_in_progress"),
+        ],
+    )
+
+
+def test_strict_reports_cross_revision_violations_with_the_others() -> None:
+    second = {
+        "title": "T" * 201,
+        "expected_revision": 0,
+        "steps": [st("a", "pending"), st("b", "completed", title=""), st("d")],
+    }
+    _, outcomes = run(BASE_DONE_A, second)
+    assert_violations(
+        outcomes[-1],
+        [
+            V("too_long"),
+            V("revision_conflict"),
+            V("step_removed", step_id="c"),
+            V("completed_step_reopened", step_id="a", index=0),
+            V("blank_step_title", step_id="b", index=1),
+            V("no_step_in_progress"),
+        ],
+    )
+
+
+def test_codex_reports_every_violation_at_once() -> None:
+    payload = codex(
+        cx("A", "in_progress"),
+        cx("B", "in_progress"),
+        cx("  "),
+        cx("C", "blocked"),
+        cx("z" * 501),
+        {"step": "D", "status": "pending", "priority": "high"},
+        goal_id="ghost",
+        expected_revision=1,
+        collaboration_mode="plan",
+        title_hint="x",
+    )
+    _, [outcome] = run(payload)
+    assert_violations(
+        outcome,
+        [
+            V("multiple_in_progress"),
+            V("blank_step_title", index=2),
+            V("invalid_status", index=3),
+            V("too_long", index=4),
+            V("unknown_field", index=5),
+            V("unknown_goal"),
+            V("revision_conflict"),
+            V("mode_change_forbidden"),
+            V("unknown_field"),
+        ],
+    )
+
+
+# -- the Codex form: derived ids, trimming, clearing ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("texts", "ids"),
+    [
+        pytest.param(["Locate the failure"], ["locate-the-failure"], id="slug"),
+        pytest.param(
+            ["Fix it", "fix it!", "FIX  IT"],
+            ["fix-it", "fix-it-2", "fix-it-3"],
+            id="duplicates-suffixed",
+        ),
+        pytest.param(["", "!!!"], ["step", "step-2"], id="empty-slug"),
+        pytest.param(["a", "a", "a-2"], ["a", "a-2", "a-2-2"], id="suffix-collision"),
+        pytest.param(["a-2", "a", "a"], ["a-2", "a", "a-3"], id="suffix-taken-earlier"),
+        pytest.param([], [], id="no-steps"),
+    ],
+)
+def test_derive_step_ids(texts: list[str], ids: list[str]) -> None:
+    assert derive_step_ids(texts) == ids
+    assert derive_step_ids(list(texts)) == ids  # deterministic
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        pytest.param(["x" * 600] * 3, id="long-repeated"),
+        pytest.param(["Überprüfen der Daten", "日本語", "a/b\\c"], id="non-ascii"),
+        pytest.param([f"Same step {n % 3}" for n in range(100)], id="many-duplicates"),
+        pytest.param(["-" * 70 + "x"], id="dashes"),
+    ],
+)
+def test_derived_ids_are_valid_step_ids(texts: list[str]) -> None:
+    ids = derive_step_ids(texts)
+    assert len(ids) == len(texts)
+    assert len(set(ids)) == len(ids)
+    for step_id in ids:
+        assert 1 <= len(step_id) <= 64
+        assert rules.STEP_ID_PATTERN.match(step_id)
+        assert "\n" not in step_id
+
+
+def test_codex_candidate_is_trimmed_with_derived_ids() -> None:
+    parsed = parse_proposal(
+        codex(
+            cx("  Locate the failure \n", " completed "),
+            cx("\tFix it", "in_progress"),
+            cx("fix it", "pending"),
+            explanation="  because  ",
+        )
+    )
+    assert parsed.form is Form.CODEX
+    assert parsed.violations == ()
+    assert parsed.explanation == "because"
+    assert parsed.candidate == PlanSnapshot(
+        title=None,
+        steps=(
+            Step(id="locate-the-failure", title="Locate the failure", status="completed"),
+            Step(id="fix-it", title="Fix it", status="in_progress"),
+            Step(id="fix-it-2", title="fix it", status="pending"),
+        ),
+    )
+
+
+def test_codex_ids_are_stable_across_revisions() -> None:
+    plan, outcomes = run(
+        codex(cx("Locate", "in_progress"), cx("Fix")),
+        codex(cx("Locate", "completed"), cx("Fix", "in_progress")),
+    )
+    assert [o.status for o in outcomes] == ["committed", "committed"]
+    assert plan.snapshot is not None
+    assert [s.id for s in plan.snapshot.steps] == ["locate", "fix"]
+    assert plan.accepted_ids == []  # the replace policy does not pin ids
+
+
+def test_strict_candidate_is_trimmed() -> None:
+    parsed = parse_proposal(strict(st(" a ", " in_progress ", title="  Do a  "), title="  T  "))
+    assert parsed.form is Form.STRICT
+    assert parsed.candidate == PlanSnapshot(
+        title="T", steps=(Step(id="a", title="Do a", status="in_progress"),)
+    )
+
+
+@pytest.mark.parametrize(
+    ("payload", "form"),
+    [
+        pytest.param({"plan": []}, Form.CODEX, id="plan"),
+        pytest.param({"steps": []}, Form.STRICT, id="steps"),
+        pytest.param({"title": "T"}, Form.STRICT, id="title"),
+        pytest.param({"title": "T", "plan": []}, None, id="both"),
+        pytest.param({"explanation": "x"}, None, id="neither"),
+    ],
+)
+def test_detect_form(payload: dict[str, Any], form: Form | None) -> None:
+    assert detect_form(payload) is form
+
+
+# -- the rule functions on their own -------------------------------------------------------
+
+
+def snap(*steps: tuple[str, str], title: str | None = "T") -> PlanSnapshot:
+    return PlanSnapshot(title=title, steps=tuple(Step(id=i, title=i, status=s) for i, s in steps))
+
+
+@pytest.mark.parametrize(
+    ("policy", "snapshot", "codes"),
+    [
+        pytest.param(Policy.STRICT, snap(("a", "completed")), [], id="strict-ok"),
+        pytest.param(Policy.REPLACE, snap(("a", "pending"), title=None), [], id="replace-ok"),
+        pytest.param(
+            Policy.STRICT, snap(("a", "pending")), ["no_step_in_progress"], id="strict-pending"
+        ),
+        pytest.param(Policy.STRICT, snap(title=None), ["blank_title"], id="strict-none-title"),
+        pytest.param(Policy.REPLACE, snap(("a", "cancelled")), [], id="replace-cancelled"),
+        pytest.param(
+            Policy.STRICT, snap(("a", "cancelled")), ["invalid_status"], id="strict-cancelled"
+        ),
+        pytest.param(
+            Policy.REPLACE, snap(("a", "blocked")), ["invalid_status"], id="replace-blocked"
+        ),
+        pytest.param(
+            Policy.REPLACE,
+            snap(("a", "in_progress"), ("b", "in_progress")),
+            ["multiple_in_progress"],
+            id="replace-two-active",
+        ),
+        pytest.param(
+            Policy.STRICT,
+            snap(("a", "completed"), ("a", "completed")),
+            ["duplicate_step_id"],
+            id="strict-dup",
+        ),
+        pytest.param(
+            Policy.STRICT,
+            snap(("a\n", "completed")),
+            ["invalid_step_id"],
+            id="strict-id-trailing-newline",
+        ),
+    ],
+)
+def test_check_snapshot(policy: Policy, snapshot: PlanSnapshot, codes: list[str]) -> None:
+    assert [v.code for v in rules.check_snapshot(policy, snapshot)] == codes
+
+
+def test_check_transition_replace_policy_has_no_cross_revision_rules() -> None:
+    previous = snap(("a", "completed"), ("b", "in_progress"))
+    assert (
+        rules.check_transition(Policy.REPLACE, previous, ["a", "b"], snap(("a", "pending"))) == []
+    )
+    assert rules.check_transition(Policy.REPLACE, previous, ["a", "b"], snap()) == []
+
+
+def test_check_transition_strict() -> None:
+    previous = snap(("a", "completed"), ("b", "in_progress"))
+    found = rules.check_transition(Policy.STRICT, previous, ["a", "b"], snap(("a", "pending")))
+    assert [(v.code, v.step_id) for v in found] == [
+        ("step_removed", "b"),
+        ("completed_step_reopened", "a"),
+    ]
+    assert rules.check_transition(Policy.STRICT, None, [], snap(("a", "pending"))) == []
+
+
+@pytest.mark.parametrize(
+    ("expected", "current", "codes"),
+    [
+        pytest.param(None, 5, [], id="none"),
+        pytest.param(5, 5, [], id="equal"),
+        pytest.param(4, 5, ["revision_conflict"], id="stale"),
+        pytest.param(6, 5, ["revision_conflict"], id="ahead"),
+    ],
+)
+def test_check_revision(expected: int | None, current: int, codes: list[str]) -> None:
+    assert [v.code for v in rules.check_revision(expected, current)] == codes
+
+
+@pytest.mark.parametrize(
+    ("goal_id", "goals", "codes"),
+    [
+        pytest.param(None, set(), [], id="no-goal"),
+        pytest.param("g1", {"g1"}, [], id="known"),
+        pytest.param("g2", {"g1"}, ["unknown_goal"], id="unknown"),
+    ],
+)
+def test_check_goal(goal_id: str | None, goals: set[str], codes: list[str]) -> None:
+    assert [v.code for v in rules.check_goal(goal_id, goals)] == codes
+
+
+def test_step_transitions() -> None:
+    before = snap(("a", "in_progress"), ("b", "pending"), ("c", "pending"))
+    after = snap(("a", "completed"), ("b", "pending"), ("d", "pending"))
+    assert rules.step_transitions(before, after) == [
+        ("a", "in_progress", "completed"),
+        ("d", None, "pending"),
+        ("c", "pending", None),
+    ]
+    assert rules.step_transitions(None, snap(("a", "pending"))) == [("a", None, "pending")]
+
+
+def test_violation_json_drops_absent_location() -> None:
+    assert Violation(code="x", message="m").model_dump(mode="json") == {
+        "code": "x",
+        "message": "m",
+    }
+    assert Violation(code="x", message="m", step_id="a", index=0).model_dump(mode="json") == {
+        "code": "x",
+        "message": "m",
+        "step_id": "a",
+        "index": 0,
+    }
+
+
+# -- identifiers ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("s1", id="short"),
+        pytest.param("a" * 128, id="128-chars"),
+        pytest.param("_x.y-Z9", id="all-classes"),
+    ],
+)
+def test_validate_id_accepts(value: str) -> None:
+    assert validate_id(value) == value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("", id="empty"),
+        pytest.param(".hidden", id="leading-dot"),
+        pytest.param("a" * 129, id="129-chars"),
+        pytest.param("a b", id="space"),
+        pytest.param("a/b", id="slash"),
+        pytest.param("é", id="non-ascii"),
+        pytest.param("abc\n", id="trailing-newline"),
+        pytest.param("a" * 128 + "\n", id="128-chars-plus-newline"),
+    ],
+)
+def test_validate_id_rejects(value: str) -> None:
+    with pytest.raises(InvalidId):
+        validate_id(value)
+
+
+def test_aggregate_ids_name_the_session() -> None:
+    assert plan_aggregate_id("s1") == "plan:s1"
+    assert session_aggregate_id("s1") == "session:s1"
+
+
+@pytest.mark.parametrize(
+    ("proposal_id", "codes"),
+    [
+        pytest.param("retry-1", [], id="ok"),
+        pytest.param(".x", ["invalid_field"], id="leading-dot"),
+        pytest.param("a b", ["invalid_field"], id="space"),
+        pytest.param(7, ["invalid_field"], id="not-a-string"),
+        pytest.param("p1\n", ["invalid_field"], id="trailing-newline"),
+    ],
+)
+def test_proposal_id_shape(proposal_id: object, codes: list[str]) -> None:
+    parsed = parse_proposal(codex(cx("A"), proposal_id=proposal_id))
+    assert [v.code for v in parsed.violations] == codes
+    assert parsed.proposal_id == (proposal_id if not codes else None)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [{"plan": None}, {"title": "T", "steps": None}, {"plan": "x"}],
+    ids=["codex-null", "strict-null", "codex-string"],
+)
+def test_null_or_non_list_steps_are_invalid(payload: dict[str, Any]) -> None:
+    assert "invalid_field" in [v.code for v in parse_proposal(payload).violations]
+
+
+def test_replace_snapshot_ids_must_be_derived_from_text() -> None:
+    forged = PlanSnapshot(title=None, steps=(Step(id="other", title="Fix it", status="pending"),))
+    (violation,) = rules.check_snapshot(Policy.REPLACE, forged)
+    assert (violation.code, violation.step_id, violation.index) == ("invalid_step_id", "other", 0)
+
+
+def test_unknown_goal_move_is_an_illegal_transition() -> None:
+    session = Session.open("session:s", "s", Mode.WORK)
+    session.start_goal("g", "objective")
+    with pytest.raises(IllegalTransition):
+        session.move_goal("g", "explode")
