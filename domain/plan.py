@@ -15,6 +15,10 @@ from domain.models import Form, Frozen, PlanSnapshot, Policy, Violation
 
 OutcomeStatus = Literal["pending", "committed", "rejected"]
 
+# Outcomes remembered for idempotent retries. Bounded, so that a long session does not make
+# every load slower: a retry is expected within moments, not hundreds of proposals later.
+REMEMBERED_OUTCOMES = 256
+
 
 class PendingProposal(Frozen):
     """A recorded proposal not yet decided."""
@@ -101,6 +105,8 @@ class Plan(Aggregate):
             aggregate.outcomes[self.proposal_id] = Outcome(
                 fingerprint=self.fingerprint, status="pending"
             )
+            while len(aggregate.outcomes) > REMEMBERED_OUTCOMES:
+                del aggregate.outcomes[next(iter(aggregate.outcomes))]  # the oldest
 
     @dataclass(frozen=True)
     class PlanCommitted(Event):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -44,6 +45,7 @@ from projections.shapes import (
 )
 
 MAX_ATTEMPTS = 100
+WRITE_CACHE_SIZE = 1000  # plans kept by a long-running process (server) between commands
 A = TypeVar("A", bound=Aggregate)
 
 
@@ -74,6 +76,8 @@ class Ledger(Application[str]):
         )
         self.database = settings
         self.lost_races = 0  # saves refused because another writer appended first
+        self._write_cache: dict[str, Plan] = {}
+        self._write_cache_lock = threading.Lock()
         super().__init__(env=settings.env)
 
     def construct_env(self, name: str, env: EnvType | None = None) -> Environment:
@@ -152,11 +156,15 @@ class Ledger(Application[str]):
     def decide(self, session_id: str, proposal_id: str) -> Decision:
         """Stage two: decide a recorded proposal, or return the outcome it already has."""
         for _ in self._attempts():
-            plan = self._plan(session_id)
+            plan = self._checkout(session_id)
             outcome = plan.outcomes.get(proposal_id)
+            if outcome is None:
+                plan = self._plan(session_id)  # the cached plan may predate the proposal
+                outcome = plan.outcomes.get(proposal_id)
             if outcome is None:
                 raise ProposalNotFound(f"session {session_id!r} has no proposal {proposal_id!r}")
             if outcome.status != "pending":
+                self._checkin(plan)
                 return decision_of(proposal_id, outcome, plan.revision)
             outcome = plan.decide(self._goals_for(session_id, plan.pending))
             decision = self._save_decision(plan, proposal_id, outcome)
@@ -180,11 +188,13 @@ class Ledger(Application[str]):
         validate_id(proposal_id, "proposal id")
         content = fingerprint(payload)
         for _ in self._attempts():
-            plan = self._plan(session_id)
+            plan = self._checkout(session_id)
             known = plan.outcomes.get(proposal_id)
             if known is not None and known.fingerprint != content:
+                self._checkin(plan)
                 return reused_decision(proposal_id, plan.revision)
             if known is not None and (known.status != "pending" or not decide):
+                self._checkin(plan)
                 return decision_of(proposal_id, known, plan.revision)
             if known is None:
                 plan.propose(proposal_id, parsed, content, client)
@@ -203,6 +213,7 @@ class Ledger(Application[str]):
         except IntegrityError:
             self.lost_races += 1
             return None
+        self._checkin(plan)
         decision = decision_of(proposal_id, outcome, plan.revision)
         decision.position = recordings[-1].notification.id if recordings else None
         return decision
@@ -324,6 +335,25 @@ class Ledger(Application[str]):
         return aggregate, None
 
     # -- plumbing ---------------------------------------------------------------------------
+
+    def _checkout(self, session_id: str) -> Plan:
+        """The plan to decide on: the one this process last saved, else read from the store.
+
+        A plan is taken out of the cache, so two threads never share one; a stale one (another
+        process wrote since) cannot commit: its next version collides on the events' primary
+        key, the save raises IntegrityError, and the retry reads the store.
+        """
+        with self._write_cache_lock:
+            plan = self._write_cache.pop(session_id, None)
+        return plan if plan is not None else self._plan(session_id)
+
+    def _checkin(self, plan: Plan) -> None:
+        """Keep a plan whose every event is stored, for the next command on its session."""
+        assert not plan.pending_events
+        with self._write_cache_lock:
+            self._write_cache[plan.session_id] = plan
+            while len(self._write_cache) > WRITE_CACHE_SIZE:
+                del self._write_cache[next(iter(self._write_cache))]
 
     def _plan(self, session_id: str) -> Plan:
         return self._get(plan_aggregate_id(session_id), session_id, Plan)

@@ -96,6 +96,7 @@ def database_settings(url: str | None = None) -> DatabaseSettings:
             # The library insists on a password even under trust authentication.
             "POSTGRES_PASSWORD": unquote(parts.password or ""),
             "POSTGRES_CONNECT_TIMEOUT": "5",
+            "APPLICATION_RECORDER_TOPIC": "planledger.recorder:OneTripPostgresRecorder",
         }
         schema = parse_qs(parts.query).get("schema")
         if schema:

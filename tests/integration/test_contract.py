@@ -371,3 +371,32 @@ def test_compaction_snapshot(
     broken = new_ledger(database_url).compaction("s1")
     assert broken.state == "unreadable" and broken.error
     assert "unreadable_event" in broken.error and broken.completed is None
+
+
+def test_a_stale_cached_plan_never_commits(
+    ledger: Ledger, database_url: str, new_ledger: Callable[[str], Ledger]
+) -> None:
+    other = new_ledger(database_url)  # another process, with its own cache
+    assert ledger.submit("s1", strict(("a", "in_progress"))).revision == 1  # cached here
+    assert other.submit("s1", strict(("a", "completed"), ("b", "in_progress"))).revision == 2
+    stale = ledger.submit("s1", strict(("a", "in_progress"), expected_revision=1))
+    assert stale.status == "conflict" and stale.current_revision == 2
+    redecided = ledger.submit("s1", strict(("a", "completed"), ("b", "completed")))
+    assert (redecided.status, redecided.revision) == ("committed", 3)
+    proposal_id = other.propose(
+        "s1", strict(("a", "completed"), ("b", "completed"), ("c", "in_progress"))
+    )
+    assert ledger.decide("s1", proposal_id).revision == 4  # found though the cache predates it
+    assert ledger.lost_races >= 1
+    assert new_ledger(database_url).verify(["s1"]).ok
+
+
+def test_outcomes_for_idempotency_are_bounded(ledger: Ledger) -> None:
+    from domain.plan import REMEMBERED_OUTCOMES
+
+    for n in range(REMEMBERED_OUTCOMES + 5):
+        ledger.submit("s1", codex((f"Step {n}", "in_progress")), proposal_id=f"p{n}")
+    plan = ledger._plan("s1")
+    assert len(plan.outcomes) == REMEMBERED_OUTCOMES
+    assert "p0" not in plan.outcomes and f"p{REMEMBERED_OUTCOMES + 4}" in plan.outcomes
+    assert ledger.verify(["s1"]).ok
