@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from domain import rules
 from domain.base import Event
-from domain.models import PlanSnapshot, Step
+from domain.models import PlanSnapshot
 from domain.plan import Plan
 from projections.shapes import (
     HistoryEntry,
@@ -69,8 +69,9 @@ def apply_plan_event(
     if isinstance(event, Plan.PlanCommitted):
         snapshot = event.snapshot
         before = PlanSnapshot(title=view.title, steps=tuple(view.steps)) if view.revision else None
+        # Built from validated events: construct without validating again (rebuild speed).
         transitions = [
-            Transition(step_id=step_id, from_=old, to=new)
+            Transition.model_construct(step_id=step_id, from_=old, to=new)
             for step_id, old, new in rules.step_transitions(before, snapshot)
         ]
         entry = HistoryEntry(
@@ -85,7 +86,7 @@ def apply_plan_event(
             "revision": event.revision,
             "title": snapshot.title,
             "goal_id": snapshot.goal_id,
-            "steps": [Step.model_validate(s.model_dump()) for s in snapshot.steps],
+            "steps": list(snapshot.steps),
             "pending_proposal": None,
             "updated_at": at,
         }

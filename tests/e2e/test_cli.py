@@ -265,3 +265,15 @@ def test_plan_compaction(cli: Cli) -> None:
     assert len(snap["text"]) <= 50 and snap["truncated"] is True
     assert cli("plan", "compaction", "ghost").returncode == 2
     assert cli("plan", "compaction", "s1", "--max-chars", "-1").returncode == 2
+
+
+def test_plan_json_follows_updates_and_rebuild(cli: Cli) -> None:
+    cli("session", "open", "s1")
+    cli("plan", "update", "s1", stdin=json.dumps(PLAN))
+    on_disk = json.loads((cli.home / "sessions" / "s1" / "plan.json").read_text())
+    assert (on_disk["schema_version"], on_disk["revision"]) == (1, 1)
+    assert on_disk["steps"][0]["id"] == "inspect"
+    rebuilt = cli("projections", "rebuild")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert "events/s" in rebuilt.stdout and "rebuilding views" in rebuilt.stderr
+    assert cli.json("plan", "show", "s1")["revision"] == 1
