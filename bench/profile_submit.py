@@ -1,22 +1,24 @@
 """Where the time of one Ledger.submit() goes, on PostgreSQL (a companion of commit_rate.py).
 
-    python bench/profile_submit.py [--variant c] [--submits 1200] [--mode breakdown|cprofile|write]
+    python bench/profile_submit.py [--variant c|c_stock|c_codex] [--submits 1200]
+                                   [--mode breakdown|cprofile|roundtrips|growth|write]
 
 breakdown  instruments the ledger's phases (parse, fingerprint, load, decide, save, ...), counts
            SQL statements and blocking network waits (~round trips) per submit, and splits the
            wall time into client CPU (time.process_time) and waiting for the server.
 cprofile   the top functions by own time and by cumulative time.
 roundtrips counts client->server turns per operation through a local TCP proxy (a turn = the
-           client sends after having received), for a, b and the ledger variant.
-growth     one long Codex-form session: submits/s per window of submits and the size of the
-           latest stored snapshot, to show how cost grows with a session's history.
-write      only the write path: the library recorder's insert_events() for the two events of
-           one submit, stock vs. without LOCK TABLE, vs. one pipeline sync, vs. DB function,
-           against raw INSERT+COMMIT, so the cost of the lock and of each round trip shows.
+           client sends after having received), for a, b, c_stock and the ledger variant.
+growth     one long Codex-form session (variant c_codex): submits/s per window of submits and
+           the size of the latest stored snapshot, to show how cost grows with its history.
+write      only the write path: insert_events() of one submit's two events through the
+           library's stock recorder and through ours (planledger.recorder), against a raw
+           INSERT+COMMIT of the same bytes.
 
-Variants are those of commit_rate.py (c, c_cache, c_1trip, c_codex, ...). Each run uses its
-own fresh schema, dropped at the end. Nothing in planledger/ is modified: timing wrappers are
-installed on this process's objects only.
+Variants are the ledger variants of commit_rate.py: c (as shipped), c_stock (the library's
+stock recorder), c_codex (one long Codex-form session). Each run uses its own fresh schema,
+dropped at the end. Nothing in planledger/ is modified: timing wrappers are installed on this
+process's objects only.
 """
 
 from __future__ import annotations
@@ -113,10 +115,14 @@ def install_network_counter(phases: Phases) -> None:
     original_execute = psycopg.Cursor.execute
 
     def execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-        text = query if isinstance(query, str) else query.as_string(None) if hasattr(
-            query, "as_string") else str(query)
+        if isinstance(query, bytes):
+            text = query.decode()
+        elif hasattr(query, "as_string"):
+            text = query.as_string(None)
+        else:
+            text = str(query)
         if phases.active:
-                phases.statements[" ".join(text.split()[:2])[:40]] += 1
+            phases.statements[" ".join(text.split()[:2])[:40]] += 1
         return original_execute(self, query, *args, **kwargs)
 
     psycopg.Cursor.execute = execute  # type: ignore[method-assign]
@@ -138,8 +144,7 @@ def instrument_ledger(app: Any, phases: Phases) -> None:
     phases.wrap(app.mapper, "to_domain_event", "decode event (json+pydantic)")
     phases.wrap(app.mapper, "to_stored_event", "encode event (pydantic+json)")
     phases.wrap(es_app, "deepcopy", "load: deepcopy from cache")
-    for event_class in (Plan.PlanCreated, Plan.PlanProposed, Plan.PlanCommitted,
-                        Plan.PlanRejected):
+    for event_class in (Plan.PlanCreated, Plan.PlanProposed, Plan.PlanCommitted, Plan.PlanRejected):
         phases.wrap(event_class, "mutate", "apply event (rules on replay)")
     phases.wrap(Plan, "propose", "propose (trigger events)")
     phases.wrap(Plan, "decide", "decide (rules + trigger)")
@@ -155,7 +160,7 @@ def instrument_ledger(app: Any, phases: Phases) -> None:
 def variant_in_schema(database: str, key: str) -> Iterator[cr.LedgerVariant]:
     schema = f"bench_prof_{key}_{os.getpid()}_{uuid.uuid4().hex[:6]}".lower()
     cr.create_schema(database, schema)
-    variant = cr.ALL_VARIANTS[key](database, schema)
+    variant = cr.VARIANTS[key](database, schema)
     assert isinstance(variant, cr.LedgerVariant), "profile a ledger variant (c...)"
     try:
         variant.start()
@@ -187,10 +192,12 @@ def breakdown(args: argparse.Namespace) -> None:
         # Plain timing first (no wrappers), then the instrumented run.
         wall, cpu, lat = drive(variant, args.submits)
         print(f"variant {args.variant}: {variant.label}")
-        print(f"uninstrumented: {args.submits / wall:.1f} submits/s, "
-              f"p50 {1000 * statistics.median(lat):.3f} ms, mean {1000 * wall / args.submits:.3f}"
-              f" ms, client CPU {1000 * cpu / args.submits:.3f} ms/submit "
-              f"({100 * cpu / wall:.0f}% of wall)")
+        print(
+            f"uninstrumented: {args.submits / wall:.1f} submits/s, "
+            f"p50 {1000 * statistics.median(lat):.3f} ms, mean {1000 * wall / args.submits:.3f}"
+            f" ms, client CPU {1000 * cpu / args.submits:.3f} ms/submit "
+            f"({100 * cpu / wall:.0f}% of wall)"
+        )
         phases = Phases()
         instrument_ledger(variant.app, phases)
         install_network_counter(phases)
@@ -204,19 +211,24 @@ def breakdown(args: argparse.Namespace) -> None:
             finally:
                 phases.active = False
 
-        variant.app.submit = timed_submit
+        variant.app.submit = timed_submit  # type: ignore[method-assign]
         wall, cpu, _ = drive(variant, args.submits)
         n = args.submits
     print(f"instrumented:   {n / wall:.1f} submits/s (wrappers add overhead)\n")
-    print(f"{'phase (self time)':<40} {'ms/submit':>10} {'share':>6} {'calls/submit':>13} "
-          f"{'blocking reads/submit':>22}")
+    print(
+        f"{'phase (self time)':<40} {'ms/submit':>10} {'share':>6} {'calls/submit':>13} "
+        f"{'blocking reads/submit':>22}"
+    )
     total = sum(phases.self_time.values())
     for name, seconds in phases.self_time.most_common():
-        print(f"{name:<40} {1000 * seconds / n:>10.3f} {100 * seconds / total:>5.1f}% "
-              f"{phases.calls[name] / n:>13.2f} {phases.waits.get(name, 0) / n:>22.2f}")
+        print(
+            f"{name:<40} {1000 * seconds / n:>10.3f} {100 * seconds / total:>5.1f}% "
+            f"{phases.calls[name] / n:>13.2f} {phases.waits.get(name, 0) / n:>22.2f}"
+        )
     print(f"{'total':<40} {1000 * total / n:>10.3f}")
-    print(f"\nblocking network reads per submit (~round trips): "
-          f"{sum(phases.waits.values()) / n:.2f}")
+    print(
+        f"\nblocking network reads per submit (~round trips): {sum(phases.waits.values()) / n:.2f}"
+    )
     print("SQL statements per submit:")
     for text, count in phases.statements.most_common():
         print(f"  {count / n:6.2f}  {text}")
@@ -238,86 +250,57 @@ def profile(args: argparse.Namespace) -> None:
 
 
 def write_path(args: argparse.Namespace) -> None:
-    """The recorder's insert of one submit's two events, in isolation."""
+    """insert_events() of one submit's two events, in isolation: stock recorder vs ours."""
     from eventsourcing.persistence import StoredEvent
+    from eventsourcing.postgres import PostgresApplicationRecorder
 
     with variant_in_schema(args.database, "c") as variant:
         # Real stored events of one submit, re-numbered per iteration.
         app = variant.app
         drive(variant, 6)
-        sample = [e for e in app.recorder.select_events(f"plan:{_first_session(variant)}")][1:3]
-        recorder = app.recorder
+        sample = list(app.recorder.select_events(f"plan:{_first_session(variant)}"))[1:3]
+        recorder: Any = app.recorder
 
         def events(n: int) -> list[StoredEvent]:
             return [StoredEvent(f"w:{n}", i + 1, e.topic, e.state) for i, e in enumerate(sample)]
 
-        class NoLock(type(recorder)):  # type: ignore[misc]
-            def _lock_table(self, curs: Any) -> None:
-                pass
+        # The stock recorder on the same datastore (pool) and table.
+        stock: Any = PostgresApplicationRecorder.__new__(PostgresApplicationRecorder)
+        stock.__dict__.update(recorder.__dict__)
 
-        class NoLockNoNotify(NoLock):
-            def _notify_channel(self, curs: Any) -> None:
-                pass
-
-        def with_class(cls: type) -> Callable[[list[StoredEvent]], Any]:
-            clone = cls.__new__(cls)
-            clone.__dict__.update(recorder.__dict__)
-            return clone.insert_events
-
-        one_trip = with_class(cr.OneTripRecorder)
-        fast_write = with_class(cr.FastWriteRecorder)
-        def function_recorder(lock: bool, notify: bool) -> Callable[[list[StoredEvent]], Any]:
-            cls = type("Fn", (cr.LockedFunctionRecorder,), {"take_lock": lock, "notify": notify})
-            clone = cls.__new__(cls)
-            clone.__dict__.update(recorder.__dict__)
-            with recorder.datastore.transaction(commit=True) as curs:
-                curs.execute(clone._function_ddl())
-            return clone.insert_events
-
-        recorder.datastore.enable_db_functions = False
         conn = psycopg.connect(cr.conninfo(args.database))
-        raw_table = sql.Identifier(recorder.datastore.schema, "raw")
-        conn.execute(sql.SQL("CREATE TABLE {} (id bigserial PRIMARY KEY, payload bytea)").format(
-            raw_table))
-        conn.commit()
-        payload = sample[0].state + sample[1].state
-        raw_insert = sql.SQL("INSERT INTO {} (payload) VALUES (%b)").format(raw_table)
-
-        def raw(_: list[StoredEvent]) -> None:
-            conn.execute(raw_insert, (payload,), prepare=True)
+        try:
+            raw_table = sql.Identifier(recorder.datastore.schema, "raw")
+            conn.execute(
+                sql.SQL("CREATE TABLE {} (id bigserial PRIMARY KEY, payload bytea)").format(
+                    raw_table
+                )
+            )
             conn.commit()
+            payload = sample[0].state + sample[1].state
+            raw_insert = sql.SQL("INSERT INTO {} (payload) VALUES (%b)").format(raw_table)
 
-        def db_function(evts: list[StoredEvent]) -> Any:
-            recorder.datastore.enable_db_functions = True
-            try:
-                return recorder.insert_events(evts)
-            finally:
-                recorder.datastore.enable_db_functions = False
+            def raw(_: list[StoredEvent]) -> None:
+                conn.execute(raw_insert, (payload,), prepare=True)
+                conn.commit()
 
-        cases: dict[str, Callable[[list[StoredEvent]], Any]] = {
-            f"raw INSERT+COMMIT of the same {len(payload)} bytes": raw,
-            "stock insert_events (BEGIN|SET,LOCK,NOTIFY,INSERT|COMMIT)": recorder.insert_events,
-            "stock without LOCK TABLE": with_class(NoLock),
-            "stock without LOCK TABLE and NOTIFY": with_class(NoLockNoNotify),
-            "one pipeline sync (same statements)": one_trip,
-            "one pipeline sync, VALUES with binary params": fast_write,
-            "locked plpgsql function, binary arrays (1 statement)": function_recorder(True, True),
-            "  same function without NOTIFY": function_recorder(True, False),
-            "  same function without LOCK TABLE": function_recorder(False, True),
-            "  same function without LOCK TABLE and NOTIFY": function_recorder(False, False),
-            "library DB function (composite array, no LOCK)": db_function,
-        }
-        counter = [0]
-        results: dict[str, list[float]] = defaultdict(list)
-        for _ in range(args.rounds):
-            for name, fn in cases.items():
-                start = time.perf_counter()
-                for _ in range(args.submits // args.rounds):
-                    counter[0] += 1
-                    fn(events(counter[0]))
-                results[name].append((args.submits // args.rounds)
-                                     / (time.perf_counter() - start))
-        conn.close()
+            cases: dict[str, Callable[[list[StoredEvent]], Any]] = {
+                f"raw INSERT+COMMIT of the same {len(payload)} bytes": raw,
+                "stock recorder (BEGIN | SET,LOCK,NOTIFY,INSERT | COMMIT)": stock.insert_events,
+                f"{type(recorder).__name__} (one sync)": recorder.insert_events,
+            }
+            counter = 0
+            per_round = max(1, args.submits // args.rounds)
+            results: dict[str, list[float]] = defaultdict(list)
+            for _ in range(args.rounds):
+                for name, fn in cases.items():
+                    start = time.perf_counter()
+                    for _ in range(per_round):
+                        counter += 1
+                        fn(events(counter))
+                    results[name].append(per_round / (time.perf_counter() - start))
+        finally:
+            conn.close()
     print(f"{'write path only (2 events = 1 submit)':<58} {'median/s':>9} {'ms':>7}")
     for name, rates in results.items():
         rate = statistics.median(rates)
@@ -378,12 +361,12 @@ def roundtrips(args: argparse.Namespace) -> None:
     proxied = args.database.replace(f":{parts.port or 5432}/", f":{proxy.port}/", 1)
     if proxied == args.database:
         raise SystemExit("give --database with an explicit :port")
-    keys = list(dict.fromkeys(["a", "b", args.variant]))
+    keys = list(dict.fromkeys(["a", "b", "c_stock", args.variant]))
     print(f"{'variant':<15} {'turns/op':>9}   (client->server turns through a proxy)")
     for key in keys:
         schema = f"bench_rt_{key}_{os.getpid()}_{uuid.uuid4().hex[:6]}".lower()
         cr.create_schema(args.database, schema)
-        variant = cr.ALL_VARIANTS[key](proxied, schema)
+        variant = cr.VARIANTS[key](proxied, schema)
         try:
             variant.start()
             ops = variant._ops
@@ -404,11 +387,13 @@ def roundtrips(args: argparse.Namespace) -> None:
 
 
 def growth(args: argparse.Namespace) -> None:
-    key = args.variant if args.variant.startswith("c_codex") else "c_codex"
+    key = "c_codex"
     window = max(1, args.submits // 10)
     print(f"variant {key}: one session, windows of {window} submits")
-    print(f"{'submits so far':>14} {'submits/s':>10} {'p50 ms':>8} {'snapshot bytes':>15} "
-          f"{'outcomes kept':>14}")
+    print(
+        f"{'submits so far':>14} {'submits/s':>10} {'p50 ms':>8} {'snapshot bytes':>15} "
+        f"{'outcomes kept':>14}"
+    )
     with variant_in_schema(args.database, key) as variant:
         app = variant.app
         done = 0
@@ -418,13 +403,14 @@ def growth(args: argparse.Namespace) -> None:
             size = outcomes = 0
             if app.snapshots is not None:
                 session = next(iter(app.session_ids()))
-                snaps = app.snapshots.recorder.select_events(
-                    f"plan:{session}", desc=True, limit=1)
+                snaps = app.snapshots.recorder.select_events(f"plan:{session}", desc=True, limit=1)
                 if snaps:
                     size = len(snaps[0].state)
                 outcomes = len(app._plan(session).outcomes)
-            print(f"{done:>14} {window / wall:>10.1f} {1000 * statistics.median(lat):>8.3f} "
-                  f"{size:>15} {outcomes:>14}")
+            print(
+                f"{done:>14} {window / wall:>10.1f} {1000 * statistics.median(lat):>8.3f} "
+                f"{size:>15} {outcomes:>14}"
+            )
 
 
 def _first_session(variant: cr.LedgerVariant) -> str:
@@ -435,18 +421,30 @@ def _first_session(variant: cr.LedgerVariant) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--variant", default="c", help=", ".join(cr.EXPERIMENTS))
+    ledger_variants = [k for k, v in cr.VARIANTS.items() if issubclass(v, cr.LedgerVariant)]
+    parser.add_argument(
+        "--variant", default="c", choices=ledger_variants, help="(growth always uses c_codex)"
+    )
     parser.add_argument("--submits", type=int, default=1200)
     parser.add_argument("--warmup", type=int, default=120)
     parser.add_argument("--rounds", type=int, default=5, help="(write mode) interleaved rounds")
     parser.add_argument("--top", type=int, default=35)
-    parser.add_argument("--mode", default="breakdown",
-                        choices=("breakdown", "cprofile", "write", "roundtrips", "growth"))
-    parser.add_argument("--database", default=os.environ.get("BENCH_DATABASE_URL",
-                                                             cr.DEFAULT_DATABASE))
+    parser.add_argument(
+        "--mode",
+        default="breakdown",
+        choices=("breakdown", "cprofile", "write", "roundtrips", "growth"),
+    )
+    parser.add_argument(
+        "--database", default=os.environ.get("BENCH_DATABASE_URL", cr.DEFAULT_DATABASE)
+    )
     args = parser.parse_args()
-    modes = {"breakdown": breakdown, "cprofile": profile, "write": write_path,
-             "roundtrips": roundtrips, "growth": growth}
+    modes = {
+        "breakdown": breakdown,
+        "cprofile": profile,
+        "write": write_path,
+        "roundtrips": roundtrips,
+        "growth": growth,
+    }
     modes[args.mode](args)
 
 

@@ -31,14 +31,16 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from domain.forms import parse_proposal  # noqa: E402
-from domain.ids import plan_aggregate_id, session_aggregate_id  # noqa: E402
-from domain.plan import Plan  # noqa: E402
-from domain.session import Mode, Session  # noqa: E402
-from planledger.ledger import Ledger, fingerprint  # noqa: E402
-from projections.runner import ProjectionRunner  # noqa: E402
+from domain.forms import parse_proposal
+from domain.ids import plan_aggregate_id, session_aggregate_id
+from domain.plan import Plan
+from domain.session import Mode, Session
+from planledger.ledger import Ledger, fingerprint
+from projections.runner import ProjectionRunner
 
-BASE_URL = os.environ.get("PLANLEDGER_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+BASE_URL = os.environ.get(
+    "PLANLEDGER_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
 STEPS = 5
 
 
@@ -46,7 +48,9 @@ def payload(session_round: int) -> dict[str, Any]:
     """Round r of a 5-step plan: r steps completed, the next one in progress."""
     steps = []
     for n in range(STEPS):
-        status = "completed" if n < session_round else "in_progress" if n == session_round else "pending"
+        status = (
+            "completed" if n < session_round else "in_progress" if n == session_round else "pending"
+        )
         steps.append({"id": f"s{n}", "title": f"Step {n} of the plan", "status": status})
     return {"title": "Benchmark plan", "steps": steps}
 
@@ -202,8 +206,10 @@ def main() -> None:
         f"p99 {lag['p99']:.2f} ms (library wait() polls every 100 ms; "
         f"ratio p99/100 ms = {lag['p99'] / 100:.3f})"
     )
-    print(f"rebuild: {results['rebuild']['events_per_s']:,} events/s over "
-          f"{results['rebuild']['events']:,} events")
+    print(
+        f"rebuild: {results['rebuild']['events_per_s']:,} events/s over "
+        f"{results['rebuild']['events']:,} events"
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2))

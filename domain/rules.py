@@ -232,4 +232,3 @@ def step_transitions(
         (step_id, status, None) for step_id, status in before.items() if step_id not in after
     ]
     return changes
-
