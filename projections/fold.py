@@ -69,9 +69,8 @@ def apply_plan_event(
     if isinstance(event, Plan.PlanCommitted):
         snapshot = event.snapshot
         before = PlanSnapshot(title=view.title, steps=tuple(view.steps)) if view.revision else None
-        # Built from validated events: construct without validating again (rebuild speed).
         transitions = [
-            Transition.model_construct(step_id=step_id, from_=old, to=new)
+            Transition(step_id=step_id, from_=old, to=new)
             for step_id, old, new in rules.step_transitions(before, snapshot)
         ]
         entry = HistoryEntry(

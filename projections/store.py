@@ -36,8 +36,7 @@ class HistoryRow:
 
 
 def _entry_json(entry: HistoryEntry) -> str:
-    data = entry.model_dump(mode="json", by_alias=True)
-    return json.dumps({k: v for k, v in data.items() if v is not None})
+    return entry.model_dump_json(by_alias=True)
 
 
 class ViewStore:
@@ -162,10 +161,7 @@ class ViewStore:
                     ],
                 )
             if history:
-                self._executemany(
-                    "INSERT INTO planledger_plan_history "
-                    "(session_id, position, notification_id, kind, entry) "
-                    f"VALUES ({p}, {p}, {p}, {p}, {p})",
+                self._insert_history(
                     [
                         (
                             r.session_id,
@@ -175,7 +171,7 @@ class ViewStore:
                             _entry_json(r.entry),
                         )
                         for r in history
-                    ],
+                    ]
                 )
             self._execute(
                 f"UPDATE planledger_tracking SET position = {p} WHERE projection = {p}",
@@ -190,6 +186,15 @@ class ViewStore:
                 "ON CONFLICT (projection) DO UPDATE SET position = excluded.position",
                 (name, position),
             )
+
+    def _insert_history(self, rows: Sequence[tuple[str, int, int, str, str]]) -> None:
+        p = self.placeholder
+        self._executemany(
+            "INSERT INTO planledger_plan_history "
+            "(session_id, position, notification_id, kind, entry) "
+            f"VALUES ({p}, {p}, {p}, {p}, {p})",
+            rows,
+        )
 
     def _locked_position(self, name: str) -> int:
         rows = self._execute(
@@ -266,6 +271,18 @@ class PostgresViewStore(ViewStore):
     def _write_transaction(self) -> Iterator[None]:
         with self.conn.transaction():
             yield
+
+    def _insert_history(self, rows: Sequence[tuple[str, int, int, str, str]]) -> None:
+        # COPY: several times cheaper than row-by-row INSERTs when a rebuild writes 100k rows.
+        with (
+            self.conn.cursor() as cursor,
+            cursor.copy(
+                "COPY planledger_plan_history (session_id, position, notification_id, kind, entry) "
+                "FROM STDIN"
+            ) as copy,
+        ):
+            for row in rows:
+                copy.write_row(row)
 
     def read_notifications(self, after: int, limit: int) -> list[Notification]:
         # SHARE mode waits for every transaction that is still inserting (they hold ROW
