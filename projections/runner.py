@@ -133,7 +133,8 @@ class ProjectionRunner:
             views[session_id] = new_view
             changed[session_id] = (notification.id, new_view)
         if entry is not None:
-            history.append(HistoryRow(session_id, notification.id, entry))
+            view_after = new_view if entry.kind == "committed" else None
+            history.append(HistoryRow(session_id, notification.id, entry, view_after))
 
     def sync_files(self) -> None:
         """Bring the plan.json files up to the committed views."""

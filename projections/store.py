@@ -17,6 +17,7 @@ from typing import Any
 
 import psycopg
 from eventsourcing.persistence import Notification
+from psycopg_pool import ConnectionPool
 
 from planledger.settings import DatabaseSettings
 from projections.shapes import HistoryEntry, PlanView
@@ -33,6 +34,10 @@ class HistoryRow:
     session_id: str
     notification_id: int
     entry: HistoryEntry
+    view: PlanView | None = None  # the plan as this commit left it (live clients show it)
+
+
+HistoryValues = tuple[str, int, int, str, str, str | None]
 
 
 def _entry_json(entry: HistoryEntry) -> str:
@@ -90,7 +95,11 @@ class ViewStore:
             self._execute(
                 "CREATE TABLE IF NOT EXISTS planledger_plan_history (session_id TEXT NOT NULL, "
                 "position BIGINT NOT NULL, notification_id BIGINT NOT NULL, kind TEXT NOT NULL, "
-                f"entry {j} NOT NULL, PRIMARY KEY (session_id, position))"
+                f"entry {j} NOT NULL, view {j}, PRIMARY KEY (session_id, position))"
+            )
+            self._execute(
+                "CREATE INDEX IF NOT EXISTS planledger_plan_history_feed "
+                "ON planledger_plan_history (session_id, notification_id)"
             )
             self._execute(
                 "INSERT INTO planledger_tracking (projection, position) "
@@ -169,6 +178,7 @@ class ViewStore:
                             r.notification_id,
                             r.entry.kind,
                             _entry_json(r.entry),
+                            r.view.model_dump_json() if r.view is not None else None,
                         )
                         for r in history
                     ]
@@ -187,12 +197,12 @@ class ViewStore:
                 (name, position),
             )
 
-    def _insert_history(self, rows: Sequence[tuple[str, int, int, str, str]]) -> None:
+    def _insert_history(self, rows: Sequence[HistoryValues]) -> None:
         p = self.placeholder
         self._executemany(
             "INSERT INTO planledger_plan_history "
-            "(session_id, position, notification_id, kind, entry) "
-            f"VALUES ({p}, {p}, {p}, {p}, {p})",
+            "(session_id, position, notification_id, kind, entry, view) "
+            f"VALUES ({p}, {p}, {p}, {p}, {p}, {p})",
             rows,
         )
 
@@ -206,33 +216,52 @@ class ViewStore:
 
     for_update = " FOR UPDATE"
 
-    # -- reads --------------------------------------------------------------------------------
+    # -- reads (their own connections: readers never queue behind the runner) ---------------
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
 
     def plan_view(self, session_id: str) -> PlanView | None:
-        with self.lock:
-            rows = self._execute(
-                "SELECT view FROM planledger_plan_views WHERE session_id = " + self.placeholder,
-                (session_id,),
-            )
+        rows = self._query(
+            "SELECT view FROM planledger_plan_views WHERE session_id = " + self.placeholder,
+            (session_id,),
+        )
         return PlanView.model_validate(_json(rows[0][0])) if rows else None
 
     def views_changed_after(self, position: int) -> list[tuple[str, PlanView]]:
-        with self.lock:
-            rows = self._execute(
-                "SELECT session_id, view FROM planledger_plan_views WHERE position > "
-                + self.placeholder,
-                (position,),
-            )
+        rows = self._query(
+            "SELECT session_id, view FROM planledger_plan_views WHERE position > "
+            + self.placeholder,
+            (position,),
+        )
         return [(row[0], PlanView.model_validate(_json(row[1]))) for row in rows]
 
     def history(self, session_id: str) -> list[HistoryEntry]:
-        with self.lock:
-            rows = self._execute(
-                "SELECT entry FROM planledger_plan_history WHERE session_id = "
-                f"{self.placeholder} ORDER BY position",
-                (session_id,),
-            )
+        rows = self._query(
+            "SELECT entry FROM planledger_plan_history WHERE session_id = "
+            f"{self.placeholder} ORDER BY position",
+            (session_id,),
+        )
         return [HistoryEntry.model_validate(_json(row[0])) for row in rows]
+
+    def history_after(
+        self, session_id: str, notification_id: int, limit: int = 500
+    ) -> list[tuple[int, HistoryEntry, PlanView | None]]:
+        """Entries of one session after a notification id, in order (for live feeds)."""
+        p = self.placeholder
+        rows = self._query(
+            "SELECT notification_id, entry, view FROM planledger_plan_history "
+            f"WHERE session_id = {p} AND notification_id > {p} ORDER BY notification_id LIMIT {p}",
+            (session_id, notification_id, limit),
+        )
+        return [
+            (
+                int(row[0]),
+                HistoryEntry.model_validate(_json(row[1])),
+                PlanView.model_validate(_json(row[2])) if row[2] is not None else None,
+            )
+            for row in rows
+        ]
 
 
 def _json(value: Any) -> Any:
@@ -257,6 +286,13 @@ class PostgresViewStore(ViewStore):
         self.channel = "planledger_events"  # the library NOTIFYs this channel on every insert
         self.conn = psycopg.connect(self.conninfo, autocommit=True)
         self.listener: psycopg.Connection[Any] | None = None
+        self.readers = ConnectionPool(
+            self.conninfo, min_size=1, max_size=8, kwargs={"autocommit": True}, open=True
+        )
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self.readers.connection() as conn:
+            return conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self.conn.cursor() as cursor:
@@ -272,13 +308,13 @@ class PostgresViewStore(ViewStore):
         with self.conn.transaction():
             yield
 
-    def _insert_history(self, rows: Sequence[tuple[str, int, int, str, str]]) -> None:
+    def _insert_history(self, rows: Sequence[HistoryValues]) -> None:
         # COPY: several times cheaper than row-by-row INSERTs when a rebuild writes 100k rows.
         with (
             self.conn.cursor() as cursor,
             cursor.copy(
-                "COPY planledger_plan_history (session_id, position, notification_id, kind, entry) "
-                "FROM STDIN"
+                "COPY planledger_plan_history "
+                "(session_id, position, notification_id, kind, entry, view) FROM STDIN"
             ) as copy,
         ):
             for row in rows:
@@ -311,6 +347,7 @@ class PostgresViewStore(ViewStore):
             break
 
     def close(self) -> None:
+        self.readers.close()
         for conn in (self.conn, self.listener):
             if conn is not None:
                 conn.close()
@@ -330,6 +367,19 @@ class SqliteViewStore(ViewStore):
             self.path, isolation_level=None, check_same_thread=False, timeout=30
         )
         self._data_version = -1
+        self._readers = threading.local()
+        self._all_readers: list[sqlite3.Connection] = []
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        conn = getattr(self._readers, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=30
+            )
+            self._readers.conn = conn
+            with self.lock:
+                self._all_readers.append(conn)
+        return conn.execute(sql, params).fetchall()
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self.conn.execute(sql, params).fetchall()
@@ -378,7 +428,8 @@ class SqliteViewStore(ViewStore):
             time.sleep(0.005)
 
     def close(self) -> None:
-        self.conn.close()
+        for conn in [*self._all_readers, self.conn]:
+            conn.close()
 
 
 def open_store(database: DatabaseSettings) -> ViewStore:
