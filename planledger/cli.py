@@ -307,6 +307,28 @@ def projections_rebuild() -> None:
     out.print(f"rebuilt the views from {counted} events in {elapsed:.2f} s ({rate:,.0f} events/s)")
 
 
+@app.command("serve")
+def serve(
+    host: Annotated[str, typer.Option(help="Address to bind; loopback unless you say so.")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port.")] = 8765,
+) -> None:
+    """The HTTP server (set PLANLEDGER_TOKEN to require `Authorization: Bearer <token>`)."""
+    import uvicorn
+
+    from planledger.server import create_app
+
+    token = os.environ.get("PLANLEDGER_TOKEN") or None
+    application = create_app(database_settings(state.database), token=token, home=home_dir())
+    err.print(
+        f"planledger serve on http://{host}:{port} ({'token required' if token else 'no token'}"
+        f", {database_settings(state.database).display_url})",
+        markup=False,
+    )
+    uvicorn.run(application, host=host, port=port, log_level="warning")
+
+
 # -- verification and demo --------------------------------------------------------------------
 
 

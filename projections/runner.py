@@ -56,6 +56,7 @@ class ProjectionRunner:
         self.files_tracking = f"plan_json:{home.resolve()}" if home else None
         self.changed = threading.Condition()
         self.position = self.store.position(VIEWS)
+        self.on_advance: list[Callable[[int], None]] = []  # e.g. wake live (SSE) clients
 
     # -- catching up --------------------------------------------------------------------------
 
@@ -166,9 +167,12 @@ class ProjectionRunner:
 
     def _advance(self, position: int) -> None:
         with self.changed:
-            if position != self.position:
-                self.position = position
-                self.changed.notify_all()
+            if position == self.position:
+                return
+            self.position = position
+            self.changed.notify_all()
+        for listener in self.on_advance:
+            listener(position)
 
     def wait_for(self, position: int, timeout: float = 5.0) -> bool:
         """Read-your-writes: block until the views include `position` (True) or time out."""
