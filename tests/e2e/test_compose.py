@@ -17,9 +17,21 @@ def test_compose_file_is_valid() -> None:
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     schema = json.loads(SCHEMA.read_text())
     jsonschema.Draft7Validator(schema).validate(compose)  # the schema declares draft-07
-    postgres = compose["services"]["postgres"]
-    assert postgres["healthcheck"]["test"]
-    assert "pgdata" in compose["volumes"]
+    postgres, server = compose["services"]["postgres"], compose["services"]["server"]
+    assert postgres["healthcheck"]["test"] and server["healthcheck"]["test"]
+    assert {"pgdata", "planledger-home"} <= set(compose["volumes"])
+    url = server["environment"]["PLANLEDGER_DATABASE_URL"]
+    assert url == "postgresql://planledger:planledger@postgres:5432/planledger"
+    assert server["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert server["ports"] == ["127.0.0.1:8765:8765"]  # published on loopback only
+
+
+def test_dockerfile_serves_the_ledger() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert 'CMD ["planledger", "serve", "--host", "0.0.0.0", "--port", "8765"]' in dockerfile
+    assert "HEALTHCHECK" in dockerfile and "USER planledger" in dockerfile
+    for package in ("domain", "projections", "planledger"):
+        assert f"COPY {package} ./{package}" in dockerfile
 
 
 def test_readme_names_the_compose_database_url() -> None:
