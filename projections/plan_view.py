@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from domain.base import Event
 from domain.errors import RevisionNotFound
 from domain.plan import Plan
+from projections.fold import apply_plan_event
 from projections.shapes import PendingProposalView, PlanView, RejectionView
 
 
@@ -39,31 +40,10 @@ def plan_view(plan: Plan) -> PlanView:
 
 def plan_view_at(session_id: str, events: Iterable[Event], revision: int) -> PlanView:
     """The committed plan as it stood at `revision` (0: before any commit)."""
-    policy: str | None = None
+    view: PlanView | None = None
     for event in events:
-        if isinstance(event, Plan.PlanProposed) and policy is None and event.form:
-            policy = "strict" if event.form == "strict" else "replace"
-        if revision == 0 and isinstance(event, Plan.PlanCreated):
-            return PlanView(
-                session_id=session_id,
-                revision=0,
-                policy=None,
-                title=None,
-                goal_id=None,
-                steps=[],
-                pending_proposal=None,
-                updated_at=event.timestamp,
-            )
-        if isinstance(event, Plan.PlanCommitted) and event.revision == revision:
-            snapshot = event.snapshot
-            return PlanView(
-                session_id=session_id,
-                revision=revision,
-                policy=policy,
-                title=snapshot.title,
-                goal_id=snapshot.goal_id,
-                steps=list(snapshot.steps),
-                pending_proposal=None,
-                updated_at=event.timestamp,
-            )
+        view, _ = apply_plan_event(view, session_id, event)
+        decided = isinstance(event, Plan.PlanCommitted | Plan.PlanCreated)
+        if decided and view is not None and view.revision == revision:
+            return view
     raise RevisionNotFound(f"session {session_id!r} has no revision {revision}")

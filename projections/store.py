@@ -264,6 +264,16 @@ class ViewStore:
         ]
 
 
+def _notifications(rows: Sequence[tuple[Any, ...]]) -> list[Notification]:
+    """(id, originator_id, originator_version, topic, state) rows as library notifications."""
+    return [
+        Notification(
+            id=r[0], originator_id=r[1], originator_version=r[2], topic=r[3], state=bytes(r[4])
+        )
+        for r in rows
+    ]
+
+
 def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str | bytes) else value
 
@@ -332,12 +342,7 @@ class PostgresViewStore(ViewStore):
                 "ORDER BY notification_id LIMIT %s",
                 (after, limit),
             )
-        return [
-            Notification(
-                id=r[0], originator_id=r[1], originator_version=r[2], topic=r[3], state=bytes(r[4])
-            )
-            for r in rows
-        ]
+        return _notifications(rows)
 
     def wait_for_events(self, timeout: float) -> None:
         if self.listener is None:
@@ -406,12 +411,7 @@ class SqliteViewStore(ViewStore):
                 "FROM stored_events WHERE rowid > ? ORDER BY rowid LIMIT ?",
                 (after, limit),
             )
-        return [
-            Notification(
-                id=r[0], originator_id=r[1], originator_version=r[2], topic=r[3], state=bytes(r[4])
-            )
-            for r in rows
-        ]
+        return _notifications(rows)
 
     def wait_for_events(self, timeout: float) -> None:
         # SQLite has no notifications: watch the file's data_version, which changes on
