@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Console, Group
+from rich.console import Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -122,7 +122,3 @@ def verify_text(report: VerifyReport) -> Group:
     for p in report.problems:
         lines.append(Text(f"  session {p.session_id} event {p.position} [{p.rule}]: {p.message}"))
     return Group(*lines)
-
-
-def print_to(console: Console, renderable: object) -> None:
-    console.print(renderable)
