@@ -44,9 +44,21 @@ BAD = {
 STALE = {**SECOND, "expected_revision": 1}
 
 
+def compact_json(payload: dict[str, Any]) -> str:
+    """The payload as an agent would send it, one step a line."""
+    lines = []
+    for key, value in payload.items():
+        if isinstance(value, list):
+            items = ",\n".join(f"    {json.dumps(item)}" for item in value)
+            lines.append(f'  "{key}": [\n{items}\n  ]')
+        else:
+            lines.append(f'  "{key}": {json.dumps(value)}')
+    return "{\n" + ",\n".join(lines) + "\n}"
+
+
 def run_demo(ledger: Ledger, out: Console) -> str:
     """Walk one fresh session through the ledger; returns its session id."""
-    session_id = "demo-" + datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+    session_id = "demo-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S-%f")
     where = ledger.database.display_url
 
     def step(title: str) -> None:
@@ -55,13 +67,11 @@ def run_demo(ledger: Ledger, out: Console) -> str:
 
     def show_payload(payload: dict[str, Any]) -> None:
         out.print(
-            Syntax(
-                json.dumps(payload, indent=2), "json", theme="ansi_dark", background_color="default"
-            )
+            Syntax(compact_json(payload), "json", theme="ansi_dark", background_color="default")
         )
 
     out.print(f"[bold]plan ledger demo[/] on {where}")
-    step(f"1. The harness opens session {session_id} and the user starts a goal")
+    step("1. The harness opens a session; the user starts a goal")
     ledger.open_session(session_id)
     view = ledger.start_goal(session_id, "export", "Ship session export")
     out.print(render.session_text(view))
