@@ -45,8 +45,9 @@ def detect_form(payload: Mapping[str, Any]) -> Form | None:
 
 def parse_proposal(payload: Mapping[str, Any]) -> ParsedProposal:
     """Read a proposal payload of either form; never raises on bad input."""
-    form = detect_form(payload)
     problems: list[Violation] = []
+    payload = _storable(payload, "", problems)
+    form = detect_form(payload)
     problems += _mode_and_unknown_fields(payload, form)
     expected_revision = _expected_revision(payload, problems)
     proposal_id = _proposal_id(payload, problems)
@@ -82,6 +83,42 @@ def parse_proposal(payload: Mapping[str, Any]) -> ParsedProposal:
     )
 
 
+def clean_text(text: str) -> str:
+    """`text` without NUL characters or lone surrogates (neither can be stored as JSON text)."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def _storable(value: Any, where: str, problems: list[Violation]) -> Any:
+    """The payload with every string (keys too) made storable; each repair is a violation."""
+    if isinstance(value, str):
+        cleaned = clean_text(value)
+        if cleaned != value:
+            problems.append(
+                Violation(
+                    code="invalid_text",
+                    message=f"The text at {where or 'the top level'} contains a NUL character "
+                    "or invalid Unicode; send plain text.",
+                )
+            )
+        return cleaned
+    if isinstance(value, Mapping):
+        return {
+            _storable(
+                key, f"{where}.{clean_text(key)[:40]}" if where else "a field name", problems
+            ): _storable(item, f"{where}.{clean_text(key)[:40]}".lstrip("."), problems)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_storable(item, f"{where}[{index}]", problems) for index, item in enumerate(value)]
+    return value
+
+
 def _mode_and_unknown_fields(payload: Mapping[str, Any], form: Form | None) -> list[Violation]:
     if form is None:
         allowed = STRICT_FIELDS | CODEX_FIELDS
@@ -101,7 +138,7 @@ def _mode_and_unknown_fields(payload: Mapping[str, Any], form: Form | None) -> l
             problems.append(
                 Violation(
                     code="unknown_field",
-                    message=f"`{key}` is not a field of this plan tool; allowed fields are "
+                    message=f"{key[:60]!r} is not a field of this plan tool; allowed fields are "
                     f"{', '.join(sorted(allowed))}.",
                 )
             )
@@ -205,7 +242,7 @@ def _step_items(
                 problems.append(
                     Violation(
                         code="unknown_field",
-                        message=f"Step {index}: `{field}` is not a step field; use "
+                        message=f"Step {index}: {field[:60]!r} is not a step field; use "
                         f"{', '.join(sorted(allowed))}.",
                         index=index,
                     )

@@ -24,7 +24,7 @@ from domain.errors import (
     SessionExists,
     SessionNotFound,
 )
-from domain.forms import parse_proposal
+from domain.forms import clean_text, parse_proposal
 from domain.ids import plan_aggregate_id, session_aggregate_id, validate_id
 from domain.models import PlanSnapshot, Violation
 from domain.plan import Outcome, PendingProposal, Plan
@@ -60,7 +60,7 @@ class Contention(LedgerError):
 def fingerprint(payload: Mapping[str, Any]) -> str:
     """Content identity of a proposal, for idempotent retries (ignores `proposal_id`)."""
     body = {k: v for k, v in payload.items() if k != "proposal_id"}
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))  # ASCII: always encodable
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -115,6 +115,8 @@ class Ledger(Application[str]):
         validate_id(goal_id, "goal id")
         if not objective.strip():
             raise InvalidInput("a goal needs a non-blank objective")
+        if clean_text(objective) != objective:
+            raise InvalidInput("a goal objective must be plain text (no NUL, valid Unicode)")
         return session_view(
             self._update(session_id, self._session, lambda s: s.start_goal(goal_id, objective))
         )

@@ -285,3 +285,20 @@ def test_read_your_writes_while_following(postgres_url: str) -> None:
         follower.join(timeout=10)
         runner.close()
         app.close()
+
+
+def test_hostile_text_never_stops_the_views(ledger: Ledger) -> None:
+    runner = runner_for(ledger)
+    hostile = {
+        "title": "T\x00",
+        "steps": [{"id": "a", "title": "\ud800", "status": "in_progress"}],
+        "odd\x00key": 1,
+    }
+    decision = ledger.submit("s1", hostile)
+    assert decision.status == "rejected"
+    assert "invalid_text" in [v.code for v in decision.violations]
+    ledger.start_goal("s1", "g1", "fine")
+    runner.catch_up()  # the rejection is in the views; nothing halted
+    assert runner.store.history("s1")[-1].kind == "rejected"
+    assert runner.store.plan_view("s1").revision == 2  # type: ignore[union-attr]
+    runner.close()

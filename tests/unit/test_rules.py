@@ -922,3 +922,27 @@ def test_unknown_goal_move_is_an_illegal_transition() -> None:
     session.start_goal("g", "objective")
     with pytest.raises(IllegalTransition):
         session.move_goal("g", "explode")
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"title": "a\x00b", "steps": []},
+        {"plan": [{"step": "fix \ud800 it", "status": "in_progress"}]},
+        {"title": "T", "steps": [{"id": "a", "title": "x", "status": "in_progress\x00"}]},
+        {"plan": [], "explanation": "\udfff"},
+        {"plan": [], "we\x00ird": 1},
+    ],
+    ids=["nul-title", "surrogate-step", "nul-status", "surrogate-explanation", "nul-key"],
+)
+def test_unstorable_text_is_rejected_and_the_candidate_made_storable(
+    payload: dict[str, Any],
+) -> None:
+    parsed = parse_proposal(payload)
+    assert "invalid_text" in [v.code for v in parsed.violations]
+    stored = parsed.model_dump_json()  # what the event store will hold: encodable, no NUL
+    assert "\\u0000" not in stored
+    stored.encode("utf-8")
+    plan = Plan.create(plan_aggregate_id("s"), "s")
+    plan.propose("p1", parsed, "fp", None)
+    assert plan.decide(set()).status == "rejected"
