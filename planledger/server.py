@@ -20,9 +20,10 @@ from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 
 from domain.errors import (
     CorruptHistory,
@@ -83,6 +84,18 @@ class StartGoalBody(BaseModel):
     goal_id: str = Field(pattern=ID_REGEX, max_length=128)
     objective: str = Field(min_length=1, max_length=2000, pattern=r"\S")
 
+    @field_validator("objective")
+    @classmethod
+    def not_blank(cls, objective: str) -> str:
+        # The ledger's own test (str.strip) also counts e.g. U+001C as blank.
+        if not objective.strip():
+            raise ValueError("a goal needs a non-blank objective")
+        return objective
+
+
+class ValidationErrorBody(BaseModel):
+    detail: list[dict[str, Any]]
+
 
 class CommittedBody(Decision):
     status: Literal["committed"]
@@ -98,8 +111,9 @@ class ConflictBody(Decision):
 
 
 class Health(BaseModel):
-    status: Literal["ok"]
+    status: Literal["ok", "halted"]
     position: int
+    error: str | None = None
 
 
 class PositionFeed:
@@ -149,7 +163,7 @@ class BodyLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
-                    raise BodyTooLarge
+                    raise BodyTooLarge(self.limit)
             return message
 
         try:
@@ -158,8 +172,12 @@ class BodyLimit:
             await too_large(self.limit)(scope, receive, send)
 
 
-class BodyTooLarge(Exception):
-    pass
+class BodyTooLarge(HTTPException):
+    """Raised while the body is read; an HTTPException, so FastAPI passes it on (not a 400)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413)
+        self.limit = limit
 
 
 def too_large(limit: int) -> JSONResponse:
@@ -175,16 +193,16 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         ledger = Ledger(database)
         runner = ProjectionRunner(database, ledger.mapper, home=home)
-        runner.catch_up()
         feed = PositionFeed(runner.position)
         loop = asyncio.get_running_loop()
         runner.on_advance.append(lambda p: loop.call_soon_threadsafe(feed.publish, p))
         stop = threading.Event()
+        app.state.ledger, app.state.runner, app.state.feed = ledger, runner, feed
+        app.state.follower_error = None
         follower = threading.Thread(
-            target=follow, args=(runner, stop), name="projection-runner", daemon=True
+            target=follow, args=(runner, stop, app.state), name="projection-runner", daemon=True
         )
         follower.start()
-        app.state.ledger, app.state.runner, app.state.feed = ledger, runner, feed
         try:
             yield
         finally:
@@ -218,6 +236,10 @@ def create_app(
             headers={"WWW-Authenticate": "Bearer"},
         )
 
+    @app.exception_handler(BodyTooLarge)
+    async def body_too_large(_: Request, error: Exception) -> JSONResponse:
+        return too_large(error.limit if isinstance(error, BodyTooLarge) else MAX_BODY_BYTES)
+
     @app.exception_handler(LedgerError)
     async def ledger_error(_: Request, error: Exception) -> JSONResponse:
         status = next((code for kind, code in STATUS_OF if isinstance(error, kind)), 400)
@@ -237,9 +259,20 @@ def create_app(
 
     not_found = {404: {"model": ErrorBody}}
 
-    @app.get("/healthz", response_model=Health)
-    def healthz(request: Request) -> Health:
-        return Health(status="ok", position=runner_of(request).position)
+    @app.get(
+        "/healthz",
+        response_model=Health,
+        response_model_exclude_none=True,
+        responses={503: {"model": Health}},
+    )
+    def healthz(request: Request) -> Health | JSONResponse:
+        """ok while the projection runner follows the event store; 503 once it has stopped."""
+        position = runner_of(request).position
+        stopped: str | None = request.app.state.follower_error
+        if stopped is not None:
+            halted = Health(status="halted", position=position, error=stopped)
+            return JSONResponse(halted.model_dump(), status_code=503)
+        return Health(status="ok", position=position)
 
     @app.post(
         "/sessions",
@@ -277,7 +310,7 @@ def create_app(
             404: {"model": ErrorBody},
             409: {"model": ConflictBody, "description": "expected_revision was stale"},
             422: {
-                "model": RejectedBody,
+                "model": RejectedBody | ValidationErrorBody,
                 "description": "rejected, with every violation "
                 "(or a body that is not a JSON object)",
             },
@@ -289,11 +322,14 @@ def create_app(
         """Propose a plan in either form (plan_update or update_plan), decided at once."""
         ledger, runner = ledger_of(request), runner_of(request)
         decision = ledger.submit(session_id, body, client="http")
+        # Every decision (a rejection too) is in the views before the answer: read-your-writes.
+        visible = decision.position is None or runner.wait_for(decision.position, 2.0)
         if decision.status == "committed":
-            visible = decision.position is None or runner.wait_for(decision.position, 2.0)
             view = runner.store.plan_view(session_id) if visible else None
-            plan = view if view is not None else ledger.plan(session_id)
-            return CommittedBody(**decision.model_dump(), plan=plan)
+            if view is None or view.revision != decision.revision:
+                # Not projected yet, or another writer has committed since: this commit's plan.
+                view = ledger.plan(session_id, decision.revision)
+            return CommittedBody(**decision.model_dump(), plan=view)
         status = 409 if decision.status == "conflict" else 422
         return JSONResponse(decision.model_dump(mode="json"), status_code=status)
 
@@ -410,8 +446,11 @@ class Unauthorized(Exception):
 
 
 def jsonable_errors(error: RequestValidationError) -> list[dict[str, Any]]:
-    """FastAPI's validation errors, made JSON-safe (inputs can hold bytes or odd objects)."""
-    return json.loads(json.dumps(error.errors(), default=str))
+    """FastAPI's validation errors, made JSON-safe (inputs can hold bytes or odd objects, and
+    strings with lone surrogates, which cannot be encoded as UTF-8: they become "?")."""
+    text = json.dumps(error.errors(), default=str, ensure_ascii=False)
+    errors: list[dict[str, Any]] = json.loads(text.encode("utf-8", "replace").decode("utf-8"))
+    return errors
 
 
 async def stream_events(
@@ -444,9 +483,10 @@ async def stream_events(
             await feed.wait_past(seen, timeout=15)
 
 
-def follow(runner: ProjectionRunner, stop: threading.Event) -> None:
-    """The runner thread: follow the event store until stopped; a halt is reported once."""
+def follow(runner: ProjectionRunner, stop: threading.Event, state: Any) -> None:
+    """The runner thread: follow the event store until stopped; why it stopped goes to health."""
     try:
         runner.run(stop, idle_timeout=0.5)
-    except ProjectionHalted as halted:
-        print(f"planledger serve: {halted}", flush=True)
+    except Exception as error:  # a halted projection, or a lost database
+        state.follower_error = str(error)
+        print(f"planledger serve: the read side stopped: {error}", flush=True)
