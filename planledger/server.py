@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field, field_validator
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
@@ -192,26 +192,43 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         ledger = Ledger(database)
-        runner = ProjectionRunner(database, ledger.mapper, home=home)
+        # The views runner writes no files: a POST waits for the views, not for plan.json,
+        # which a second thread brings up to the views after every advance.
+        runner = ProjectionRunner(database, ledger.mapper)
+        files = ProjectionRunner(database, ledger.mapper, home=home) if home else None
         feed = PositionFeed(runner.position)
         loop = asyncio.get_running_loop()
         runner.on_advance.append(lambda p: loop.call_soon_threadsafe(feed.publish, p))
-        stop = threading.Event()
+        stop, advanced = threading.Event(), threading.Event()
+        runner.on_advance.append(lambda _: advanced.set())
         app.state.ledger, app.state.runner, app.state.feed = ledger, runner, feed
         app.state.follower_error = None
-        follower = threading.Thread(
-            target=follow, args=(runner, stop, app.state), name="projection-runner", daemon=True
-        )
-        follower.start()
+        threads = [
+            threading.Thread(
+                target=follow, args=(runner, stop, app.state), name="views", daemon=True
+            )
+        ]
+        if files is not None:
+            threads.append(
+                threading.Thread(
+                    target=write_files, args=(files, stop, advanced), name="plan-json", daemon=True
+                )
+            )
+        for thread in threads:
+            thread.start()
         try:
             yield
         finally:
             stop.set()
-            await run_in_threadpool(follower.join, 5)
-            runner.close()
-            ledger.close()
+            advanced.set()
+            for thread in threads:
+                await run_in_threadpool(thread.join, 5)
+            for closing in (runner, files, ledger):
+                if closing is not None:
+                    closing.close()
 
-    def require_token(authorization: Annotated[str | None, Header()] = None) -> None:
+    async def require_token(authorization: Annotated[str | None, Header()] = None) -> None:
+        # async: no I/O, so no hop to the thread pool on every request
         if token is None:
             return
         scheme, _, given = (authorization or "").partition(" ")
@@ -265,7 +282,7 @@ def create_app(
         response_model_exclude_none=True,
         responses={503: {"model": Health}},
     )
-    def healthz(request: Request) -> Health | JSONResponse:
+    async def healthz(request: Request) -> Health | JSONResponse:
         """ok while the projection runner follows the event store; 503 once it has stopped."""
         position = runner_of(request).position
         stopped: str | None = request.app.state.follower_error
@@ -316,9 +333,7 @@ def create_app(
             },
         },
     )
-    def propose_plan(
-        request: Request, session_id: SessionId, body: dict[str, Any]
-    ) -> CommittedBody | JSONResponse:
+    def propose_plan(request: Request, session_id: SessionId, body: dict[str, Any]) -> Response:
         """Propose a plan in either form (plan_update or update_plan), decided at once."""
         ledger, runner = ledger_of(request), runner_of(request)
         decision = ledger.submit(session_id, body, client="http")
@@ -329,7 +344,7 @@ def create_app(
             if view is None or view.revision != decision.revision:
                 # Not projected yet, or another writer has committed since: this commit's plan.
                 view = ledger.plan(session_id, decision.revision)
-            return CommittedBody(**decision.model_dump(), plan=view)
+            return model_response(CommittedBody(**decision.model_dump(), plan=view))
         status = 409 if decision.status == "conflict" else 422
         return JSONResponse(decision.model_dump(mode="json"), status_code=status)
 
@@ -343,14 +358,14 @@ def create_app(
         request: Request,
         session_id: SessionId,
         revision: Annotated[int | None, Query(ge=0, le=2**62)] = None,
-    ) -> PlanView:
+    ) -> Response:
         if revision is not None:
-            return ledger_of(request).plan(session_id, revision)
+            return model_response(ledger_of(request).plan(session_id, revision))
         view = runner_of(request).store.plan_view(session_id)
         if view is None:
             ledger_of(request).session(session_id)  # 404 when unknown
-            return ledger_of(request).plan(session_id)  # not projected yet
-        return view
+            view = ledger_of(request).plan(session_id)  # not projected yet
+        return model_response(view)
 
     @app.get(
         "/sessions/{session_id}/plan/history",
@@ -445,6 +460,12 @@ class Unauthorized(Exception):
     pass
 
 
+def model_response(model: BaseModel, status_code: int = 200) -> Response:
+    """Serialise in pydantic-core and return as is: the model is already validated, and a
+    returned Response skips FastAPI's second validation pass (and its thread-pool hop)."""
+    return Response(model.model_dump_json(), status_code=status_code, media_type="application/json")
+
+
 def jsonable_errors(error: RequestValidationError) -> list[dict[str, Any]]:
     """FastAPI's validation errors, made JSON-safe (inputs can hold bytes or odd objects, and
     strings with lone surrogates, which cannot be encoded as UTF-8: they become "?")."""
@@ -481,6 +502,17 @@ async def stream_events(
             last = notification_id
         if not rows:
             await feed.wait_past(seen, timeout=15)
+
+
+def write_files(files: ProjectionRunner, stop: threading.Event, advanced: threading.Event) -> None:
+    """The plan.json thread: after every advance of the views, bring the files up to them."""
+    while not stop.is_set():
+        advanced.wait(timeout=1.0)
+        advanced.clear()
+        try:
+            files.sync_files()
+        except Exception as error:  # keep serving; the next advance tries again
+            print(f"planledger serve: plan.json files not written: {error}", flush=True)
 
 
 def follow(runner: ProjectionRunner, stop: threading.Event, state: Any) -> None:

@@ -66,22 +66,26 @@ class ProjectionRunner:
         `on_batch(events_in_batch, position)` is called after each committed batch.
         """
         self.sync_files()
+        position = self.store.position(VIEWS)
         while True:
-            position = self.store.position(VIEWS)
             batch = self.store.read_notifications(position, self.batch_size)
             if not batch:
                 self._advance(position)
                 return position
             try:
-                reached, halted = self._apply(position, batch)
-            except StaleBatch:
-                continue  # another runner applied it first
+                position, halted = self._apply(position, batch)
+            except StaleBatch:  # another runner applied it first: start from where it got
+                position = self.store.position(VIEWS)
+                continue
+            self._advance(position)  # wake waiters before writing any file
             self.sync_files()
-            self._advance(reached)
             if on_batch:
-                on_batch(len(batch), reached)
+                on_batch(len(batch), position)
             if halted is not None:
                 raise halted
+            if len(batch) < self.batch_size:
+                return position  # that was everything committed when we read; a later commit
+                # wakes the follower again (its NOTIFY waits in the listening connection)
 
     def _apply(
         self, position: int, batch: list[Notification]

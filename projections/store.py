@@ -295,6 +295,10 @@ class PostgresViewStore(ViewStore):
         self.events_table = f'"{self.schema}".planledger_events'
         self.channel = "planledger_events"  # the library NOTIFYs this channel on every insert
         self.conn = psycopg.connect(self.conninfo, autocommit=True)
+        # The views are derived data: a crash may lose the last view transactions, never half
+        # of one (the position commits with its rows), and the events replay them. So the view
+        # writes need not wait for their WAL flush.
+        self.conn.execute("SET synchronous_commit = off")
         self.listener: psycopg.Connection[Any] | None = None
         self.readers = ConnectionPool(
             self.conninfo, min_size=1, max_size=8, kwargs={"autocommit": True}, open=True
