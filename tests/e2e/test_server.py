@@ -26,6 +26,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.e2e.test_cli import planledger_command
+
 STARTUP_TIMEOUT = 30.0
 REQUEST_TIMEOUT = httpx.Timeout(15.0)
 EVENT_TIMEOUT = 10.0
@@ -77,14 +79,6 @@ SESSION_KEYS = {"session_id", "mode", "goals", "should_continue"}
 
 
 # -- the server process -----------------------------------------------------------------------
-
-
-def planledger_command() -> str:
-    beside_python = Path(sys.executable).parent / "planledger"
-    found = str(beside_python) if beside_python.exists() else shutil.which("planledger")
-    if not found:
-        pytest.fail("the `planledger` command is not installed (pip install -e '.[test]')")
-    return found
 
 
 def free_port() -> int:
