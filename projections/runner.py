@@ -66,7 +66,9 @@ class ProjectionRunner:
         `on_batch(events_in_batch, position)` is called after each committed batch.
         """
         self.sync_files()
-        position = self.store.position(VIEWS)
+        # Where this runner last left the views. If another runner moved them since, the
+        # batch write finds out (StaleBatch) and we continue from the stored position.
+        position = self.position
         while True:
             batch = self.store.read_notifications(position, self.batch_size)
             if not batch:
@@ -193,7 +195,8 @@ class ProjectionRunner:
     def rebuild(self, on_batch: Callable[[int, int], None] | None = None) -> int:
         """Drop every view and position, then apply all events again."""
         self.store.reset()
-        self._advance(0)
+        with self.changed:
+            self.position = 0
         return self.catch_up(on_batch)
 
     def close(self) -> None:
