@@ -31,13 +31,6 @@ class Policy(StrEnum):
         return cls.STRICT if form is Form.STRICT else cls.REPLACE
 
 
-class StepStatus(StrEnum):
-    PENDING = "pending"
-    IN_PROGRESS = "in_progress"
-    COMPLETED = "completed"
-    CANCELLED = "cancelled"
-
-
 ALLOWED_STATUSES: dict[Policy, frozenset[str]] = {
     Policy.STRICT: frozenset({"pending", "in_progress", "completed"}),
     Policy.REPLACE: frozenset({"pending", "in_progress", "completed", "cancelled"}),
@@ -62,10 +55,6 @@ class PlanSnapshot(Frozen):
     title: str | None
     goal_id: str | None = None
     steps: tuple[Step, ...] = ()
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.steps
 
 
 class Violation(Frozen):

@@ -59,7 +59,6 @@ class Plan(Aggregate):
         self.pending: PendingProposal | None = None
         self.outcomes: dict[str, Outcome] = {}
         self.last_rejection: tuple[str, tuple[Violation, ...]] | None = None
-        self.committed_at: datetime | None = None
 
     @dataclass(frozen=True)
     class PlanCreated(Created):
@@ -140,7 +139,6 @@ class Plan(Aggregate):
                 known = set(aggregate.accepted_ids)
                 aggregate.accepted_ids += [s.id for s in self.snapshot.steps if s.id not in known]
             aggregate.pending = None
-            aggregate.committed_at = self.timestamp
             aggregate.outcomes[self.proposal_id] = Outcome(
                 fingerprint=pending.fingerprint, status="committed", revision=self.revision
             )

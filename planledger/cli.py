@@ -32,7 +32,7 @@ from planledger.ledger import InvalidInput, Ledger
 from planledger.settings import SettingsError, database_settings, home_dir
 from projections.runner import ProjectionHalted, ProjectionRunner
 
-EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_REJECTED, EXIT_CONFLICT = 0, 1, 2, 3, 4
+EXIT_FAILED, EXIT_INVALID, EXIT_REJECTED, EXIT_CONFLICT = 1, 2, 3, 4
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -10,8 +10,9 @@ import json
 import sqlite3
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,12 +45,14 @@ def _entry_json(entry: HistoryEntry) -> str:
     return entry.model_dump_json(by_alias=True)
 
 
-class ViewStore:
+class ViewStore(ABC):
     """Common logic; subclasses supply the dialect."""
 
     placeholder = "%s"
     json_type = "JSONB"
     events_table = ""
+    id_column = "notification_id"
+    for_update = " FOR UPDATE"  # lock the tracking row for the batch's transaction
 
     def __init__(self, database: DatabaseSettings) -> None:
         self.database = database
@@ -57,27 +60,29 @@ class ViewStore:
 
     # -- dialect hooks ------------------------------------------------------------------------
 
+    @abstractmethod
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
+        """Run a statement on the writer's connection."""
 
+    @abstractmethod
     def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        raise NotImplementedError
+        """Run a statement once per row on the writer's connection."""
 
-    @contextmanager
-    def _write_transaction(self) -> Iterator[None]:
-        raise NotImplementedError
-        yield
+    @abstractmethod
+    def _write_transaction(self) -> AbstractContextManager[None]:
+        """A transaction on the writer's connection."""
 
+    @abstractmethod
     def read_notifications(self, after: int, limit: int) -> list[Notification]:
         """Committed events after `after`, in order, never skipping one still in flight."""
-        raise NotImplementedError
 
+    @abstractmethod
     def wait_for_events(self, timeout: float) -> None:
         """Return when new events may have been committed, or after `timeout` seconds."""
-        raise NotImplementedError
 
+    @abstractmethod
     def close(self) -> None:
-        raise NotImplementedError
+        """Close every connection."""
 
     # -- schema -------------------------------------------------------------------------------
 
@@ -128,8 +133,6 @@ class ViewStore:
         with self.lock:
             rows = self._execute(f"SELECT MAX({self.id_column}) FROM {self.events_table}")
         return int(rows[0][0] or 0)
-
-    id_column = "notification_id"
 
     def load_views(self, session_ids: Sequence[str]) -> dict[str, PlanView]:
         if not session_ids:
@@ -214,12 +217,11 @@ class ViewStore:
         )
         return int(rows[0][0])
 
-    for_update = " FOR UPDATE"
-
     # -- reads (their own connections: readers never queue behind the runner) ---------------
 
+    @abstractmethod
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
+        """Run a read on a connection of the calling thread's own (never the writer's)."""
 
     def plan_view(self, session_id: str) -> PlanView | None:
         rows = self._query(

@@ -535,7 +535,7 @@ def test_replace_empty_list_commits_an_empty_plan() -> None:
     assert outcomes[-1].status == "committed"
     assert plan.revision == 2
     assert plan.snapshot == PlanSnapshot(title=None, goal_id=None, steps=())
-    assert plan.snapshot.is_empty
+    assert not plan.snapshot.steps
 
 
 def test_unknown_goal_checked_against_the_sessions_goals() -> None:
