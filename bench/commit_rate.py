@@ -11,7 +11,7 @@ commits / (time spent inside the measured call).
   a        raw psycopg 3 (binary): one single-row INSERT (bigserial id, 300-byte bytea) + COMMIT.
   b        plain `eventsourcing`: Application.save() of a new Aggregate (one Created event).
   c        the ledger as shipped: Ledger.submit() of a strict-form (plan_update) proposal that
-           commits (planledger.recorder.OneTripPostgresRecorder, write-side plan cache).
+           commits (planledger.storage.recorder.OneTripPostgresRecorder, write-side plan cache).
   c_stock  c with the library's stock PostgresApplicationRecorder (APPLICATION_RECORDER_TOPIC
            removed from the ledger's env), so the gain of our recorder shows in the same run.
   d        no database: the same plan JSON written atomically to plan.json (write, fsync,
@@ -56,9 +56,9 @@ from eventsourcing.postgres import PostgresApplicationRecorder  # noqa: E402
 from eventsourcing.utils import get_topic  # noqa: E402
 from psycopg import sql  # noqa: E402
 
-from planledger.ledger import Ledger  # noqa: E402
-from planledger.recorder import OneTripPostgresRecorder  # noqa: E402
-from planledger.settings import DatabaseSettings, database_settings  # noqa: E402
+from planledger.service.ledger import Ledger  # noqa: E402
+from planledger.storage.recorder import OneTripPostgresRecorder  # noqa: E402
+from planledger.storage.settings import DatabaseSettings, database_settings  # noqa: E402
 
 DEFAULT_DATABASE = "postgresql://postgres@127.0.0.1:5432/test"
 DEFAULT_OUT = ROOT / "bench" / "results" / "commit_rate.json"
@@ -327,7 +327,7 @@ class LedgerVariant(Variant):
     key = "c"
     label = "ledger submit (strict, rotating sessions)"
     description = (
-        "planledger.ledger.Ledger(url?schema=...) as shipped: open_session (untimed) then "
+        "planledger.service.ledger.Ledger(url?schema=...) as shipped: open_session (untimed) then "
         "6 x submit() of a 5-step strict-form plan advancing one step per revision, "
         "expected_revision set; then the next session"
     )

@@ -94,9 +94,9 @@ from commit_rate import (  # noqa: E402
 from domain.ids import plan_aggregate_id, session_aggregate_id  # noqa: E402
 from domain.plan import Plan  # noqa: E402
 from domain.session import Mode, Session  # noqa: E402
-from planledger import server as server_module  # noqa: E402
-from planledger.ledger import Ledger  # noqa: E402
-from planledger.server import CommittedBody  # noqa: E402
+from planledger.clients import http as server_module  # noqa: E402
+from planledger.clients.http import CommittedBody  # noqa: E402
+from planledger.service.ledger import Ledger  # noqa: E402
 from projections.runner import ProjectionRunner  # noqa: E402
 
 DEFAULT_DATABASE = "postgresql://postgres@127.0.0.1:5432/test"
@@ -313,9 +313,9 @@ def prepare_get_sessions(ledger: Ledger, supply: SessionSupply) -> tuple[list[st
     for session_id in ids:
         for payload in STRICT_SCRIPT[:GET_REVISION]:
             decision = ledger.submit(session_id, payload, client="bench")
-            if decision.status != "committed" or decision.position is None:
+            if decision.status != "committed" or decision.store_position is None:
                 raise BenchFailure(f"set-up submit not committed: {decision!r}")
-            last = max(last, decision.position)
+            last = max(last, decision.store_position)
     return ids, last
 
 
@@ -480,7 +480,7 @@ class DirectSide:
         decision = ledger.submit(session_id, payload, client="http")
         if decision.status != "committed":
             raise BenchFailure(f"direct handler: not committed: {decision!r}")
-        visible = decision.position is None or runner.wait_for(decision.position, 2.0)
+        visible = decision.store_position is None or runner.wait_for(decision.store_position, 2.0)
         view = runner.store.plan_view(session_id) if visible else None
         if view is None or view.revision != decision.revision:
             view = ledger.plan(session_id, decision.revision)

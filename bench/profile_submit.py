@@ -12,7 +12,7 @@ roundtrips counts client->server turns per operation through a local TCP proxy (
 growth     one long Codex-form session (variant c_codex): submits/s per window of submits and
            the size of the latest stored snapshot, to show how cost grows with its history.
 write      only the write path: insert_events() of one submit's two events through the
-           library's stock recorder and through ours (planledger.recorder), against a raw
+           library's stock recorder and through ours (planledger.storage.recorder), against a raw
            INSERT+COMMIT of the same bytes.
 
 Variants are the ledger variants of commit_rate.py: c (as shipped), c_stock (the library's
@@ -131,7 +131,7 @@ def install_network_counter(phases: Phases) -> None:
 def instrument_ledger(app: Any, phases: Phases) -> None:
     import eventsourcing.application as es_app
 
-    import planledger.ledger as ledger_module
+    import planledger.service.ledger as ledger_module
     from domain.plan import Plan
 
     phases.wrap(ledger_module, "parse_proposal", "parse_proposal (pydantic models)")

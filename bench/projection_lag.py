@@ -35,7 +35,7 @@ from domain.forms import parse_proposal
 from domain.ids import plan_aggregate_id, session_aggregate_id
 from domain.plan import Plan
 from domain.session import Mode, Session
-from planledger.ledger import Ledger, fingerprint
+from planledger.service.ledger import Ledger, fingerprint
 from projections.runner import ProjectionRunner
 
 BASE_URL = os.environ.get(

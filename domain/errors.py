@@ -2,33 +2,68 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+from typing import ClassVar
+
+
+class ErrorKind(StrEnum):
+    """What went wrong, as every client needs to know it: each maps a kind to its own code once
+    (an exit code, an HTTP status, an MCP tool error, a JSON-RPC error)."""
+
+    NOT_FOUND = "not_found"
+    EXISTS = "exists"
+    INVALID = "invalid"
+    REJECTED = "rejected"
+    CONFLICT = "conflict"
+    CORRUPT = "corrupt"
+    UNAVAILABLE = "unavailable"
+
 
 class LedgerError(Exception):
     """Base of every error a user can cause or see."""
 
+    kind: ClassVar[ErrorKind] = ErrorKind.INVALID
+    code: ClassVar[str] = "invalid_input"
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
 
 class InvalidId(LedgerError):
-    pass
+    code = "invalid_id"
 
 
 class SessionNotFound(LedgerError):
+    kind = ErrorKind.NOT_FOUND
+    code = "session_not_found"
+
     def __init__(self, session_id: str) -> None:
         super().__init__(f"session_not_found: no session {session_id!r}; open it first")
         self.session_id = session_id
 
 
 class SessionExists(LedgerError):
+    kind = ErrorKind.EXISTS
+    code = "session_exists"
+
     def __init__(self, session_id: str) -> None:
         super().__init__(f"session {session_id!r} already exists")
         self.session_id = session_id
 
 
 class GoalNotFound(LedgerError):
+    kind = ErrorKind.NOT_FOUND
+    code = "goal_not_found"
+
     def __init__(self, session_id: str, goal_id: str) -> None:
         super().__init__(f"session {session_id!r} has no goal {goal_id!r}")
 
 
 class GoalExists(LedgerError):
+    kind = ErrorKind.EXISTS
+    code = "goal_exists"
+
     def __init__(self, session_id: str, goal_id: str) -> None:
         super().__init__(f"session {session_id!r} already has a goal {goal_id!r}")
 
@@ -36,17 +71,32 @@ class GoalExists(LedgerError):
 class IllegalTransition(LedgerError):
     """A goal asked to move along an edge its lifecycle does not have."""
 
+    kind = ErrorKind.REJECTED
+    code = "illegal_transition"
+
 
 class ProposalNotFound(LedgerError):
-    pass
+    kind = ErrorKind.NOT_FOUND
+    code = "proposal_not_found"
 
 
 class RevisionNotFound(LedgerError):
-    pass
+    kind = ErrorKind.NOT_FOUND
+    code = "revision_not_found"
+
+
+class StorageUnavailable(LedgerError):
+    """The database cannot be used right now (unreachable, locked, disk full): retry later."""
+
+    kind = ErrorKind.UNAVAILABLE
+    code = "storage_unavailable"
 
 
 class CorruptHistory(LedgerError):
     """A stored history breaks a rule; raised on replay, never silently accepted."""
+
+    kind = ErrorKind.CORRUPT
+    code = "corrupt_history"
 
     def __init__(self, session_id: str, position: int, rule: str, message: str) -> None:
         super().__init__(

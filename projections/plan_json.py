@@ -22,6 +22,8 @@ SCHEMA_VERSION = 1
 class PlanFileError(LedgerError):
     """plan.json is missing, corrupt, of an unknown version, or lacks a field."""
 
+    code = "unreadable_plan_file"
+
 
 class PlanFile(BaseModel):
     """The on-disk shape (seeds/000): schema_version plus the plan view."""

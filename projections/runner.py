@@ -9,27 +9,80 @@ are derived from the committed views and tracked separately (rewriting a file is
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from eventsourcing.persistence import Mapper, Notification
 
 from domain.base import Event
-from domain.errors import LedgerError, SessionNotFound
+from domain.errors import ErrorKind, LedgerError, SessionNotFound
 from domain.ids import validate_id
 from domain.plan import Plan
-from planledger.settings import DatabaseSettings
+from domain.session import Session
 from projections.fold import apply_plan_event
 from projections.plan_json import write_plan_file
-from projections.shapes import History, PlanView
-from projections.store import VIEWS, HistoryRow, StaleBatch, ViewStore, open_store
+from projections.shapes import History, HistoryEntry, PlanView
 
+VIEWS = "views"  # tracking name of the database views (plan view + history)
+
+
+class StaleBatch(Exception):
+    """Another runner moved the tracking position first; re-read and try again."""
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    session_id: str
+    notification_id: int
+    entry: HistoryEntry
+    view: PlanView | None = None  # the plan as this commit left it (live clients show it)
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    session_id: str
+    mode: str
+    at: datetime
+
+
+HistoryValues = tuple[str, int, int, str, str, str | None]
+
+
+class ViewStorage(Protocol):
+    """What the runner needs of the database that holds the views (see planledger.storage)."""
+
+    def position(self, name: str) -> int: ...
+    def set_position(self, name: str, position: int) -> None: ...
+    def read_notifications(self, after: int, limit: int) -> list[Notification]: ...
+    def load_views(self, session_ids: Sequence[str]) -> dict[str, PlanView]: ...
+    def write_batch(
+        self,
+        expected_position: int,
+        new_position: int,
+        views: dict[str, tuple[int, PlanView]],
+        history: Sequence[HistoryRow],
+        sessions: Sequence[SessionRow] = (),
+    ) -> None: ...
+    def views_changed_after(self, position: int) -> list[tuple[str, PlanView]]: ...
+    def plan_view(self, session_id: str) -> PlanView | None: ...
+    def history(self, session_id: str) -> list[HistoryEntry]: ...
+    def wait_for_events(self, timeout: float) -> None: ...
+    def reset(self) -> None: ...
+    def close(self) -> None: ...
+
+
+SESSION_TOPICS = ("Session.SessionOpened", "Session.CollaborationModeChanged")
 PLAN_EVENTS = (Plan.PlanProposed, Plan.PlanCommitted, Plan.PlanRejected)
 
 
 class ProjectionHalted(LedgerError):
     """An event the views cannot apply: the runner stops before it, position unchanged."""
+
+    kind = ErrorKind.CORRUPT
+    code = "corrupt_history"
 
     def __init__(self, position: int, originator: str, reason: str) -> None:
         super().__init__(
@@ -44,12 +97,12 @@ class ProjectionRunner:
 
     def __init__(
         self,
-        database: DatabaseSettings,
+        store: ViewStorage,
         mapper: Mapper[Any],
         home: Path | None = None,
         batch_size: int = 1000,
     ) -> None:
-        self.store: ViewStore = open_store(database)
+        self.store = store
         self.mapper = mapper
         self.home = home
         self.batch_size = batch_size
@@ -102,11 +155,12 @@ class ProjectionRunner:
         loaded = self.store.load_views(touched)
         changed: dict[str, tuple[int, PlanView]] = {}
         history: list[HistoryRow] = []
+        sessions: list[SessionRow] = []
         reached = position
         halted: ProjectionHalted | None = None
         for notification in batch:
             try:
-                self._fold(notification, loaded, changed, history)
+                self._fold(notification, loaded, changed, history, sessions)
             except Exception as error:
                 halted = ProjectionHalted(
                     notification.id,
@@ -116,7 +170,7 @@ class ProjectionRunner:
                 break
             reached = notification.id
         if reached > position:
-            self.store.write_batch(position, reached, changed, history)
+            self.store.write_batch(position, reached, changed, history, sessions)
         return reached, halted
 
     def _fold(
@@ -125,10 +179,16 @@ class ProjectionRunner:
         views: dict[str, PlanView],
         changed: dict[str, tuple[int, PlanView]],
         history: list[HistoryRow],
+        sessions: list[SessionRow],
     ) -> None:
         originator = str(notification.originator_id)
         if not originator.startswith("plan:"):
-            return  # session events: no plan view to change, the position still advances
+            if notification.topic.endswith(SESSION_TOPICS):
+                event = self.mapper.to_domain_event(notification)
+                assert isinstance(event, Session.SessionOpened | Session.CollaborationModeChanged)
+                session_id = originator.removeprefix("session:")
+                sessions.append(SessionRow(session_id, str(event.mode), event.timestamp))
+            return  # goal events change no view; the position still advances
         event = self.mapper.to_domain_event(notification)
         assert isinstance(event, Event)
         session_id = originator.removeprefix("plan:")

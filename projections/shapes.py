@@ -34,20 +34,6 @@ class PlanView(BaseModel):
     updated_at: datetime | None
 
 
-DecisionStatus = Literal["committed", "rejected", "conflict"]
-
-
-class Decision(BaseModel):
-    status: DecisionStatus
-    revision: int = Field(description="The committed revision after the call.")
-    proposal_id: str
-    violations: list[Violation] = []
-    current_revision: int
-    position: int | None = Field(
-        default=None, description="Notification id of the last event written (None if none)."
-    )
-
-
 class Transition(BaseModel):
     step_id: str
     from_: str | None = Field(alias="from", serialization_alias="from")
@@ -81,29 +67,3 @@ class History(BaseModel):
             for entry in data["entries"]
         ]
         return data
-
-
-class GoalView(BaseModel):
-    goal_id: str
-    objective: str
-    state: str
-
-
-class SessionView(BaseModel):
-    session_id: str
-    mode: str
-    goals: list[GoalView]
-    should_continue: bool
-
-
-class Problem(BaseModel):
-    session_id: str
-    position: int
-    rule: str
-    message: str
-
-
-class VerifyReport(BaseModel):
-    ok: bool
-    sessions_checked: int
-    problems: list[Problem]

@@ -10,7 +10,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from planledger.ledger import Ledger
+from planledger.service.ledger import Ledger
 
 POSTGRES_URL = os.environ.get(
     "PLANLEDGER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"

@@ -211,8 +211,8 @@ def test_idempotent_retry_through_the_cli(cli: Cli) -> None:
     cli("session", "open", "s1")
     first = cli.json("plan", "update", "s1", "--proposal-id", "call-7", stdin=json.dumps(PLAN))
     again = cli.json("plan", "update", "s1", "--proposal-id", "call-7", stdin=json.dumps(PLAN))
-    assert first == {**again, "position": first["position"]}
-    assert again["position"] is None  # nothing was written the second time
+    assert first == {**again, "store_position": first["store_position"]}
+    assert again["store_position"] is None  # nothing was written the second time
 
 
 def test_verify_finds_an_edited_row(cli: Cli) -> None:

@@ -18,7 +18,7 @@ from domain.errors import (
     SessionNotFound,
 )
 from domain.session import Mode
-from planledger.ledger import InvalidInput, Ledger
+from planledger.service.ledger import InvalidInput, Ledger
 from tests.integration.storage import count_events, edit_event
 
 

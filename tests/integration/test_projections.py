@@ -13,10 +13,10 @@ import psycopg
 import pytest
 
 from domain.errors import SessionNotFound
-from planledger.ledger import Ledger
+from planledger.service.ledger import Ledger
+from planledger.storage.views import open_store
 from projections.plan_json import read_plan_file
-from projections.runner import ProjectionHalted, ProjectionRunner
-from projections.store import VIEWS, StaleBatch
+from projections.runner import VIEWS, ProjectionHalted, ProjectionRunner, StaleBatch
 from tests.integration.storage import read_state
 
 PLAN_CREATED = "domain.plan:Plan.PlanCreated"
@@ -52,7 +52,7 @@ def pg_ledger(postgres_url: str) -> Iterator[Ledger]:
 
 
 def runner_for(app: Ledger, home: Path | None = None, batch_size: int = 1000) -> ProjectionRunner:
-    return ProjectionRunner(app.database, app.mapper, home=home, batch_size=batch_size)
+    return ProjectionRunner(open_store(app.database), app.mapper, home=home, batch_size=batch_size)
 
 
 def snapshot_of_views(runner: ProjectionRunner, *session_ids: str) -> dict[str, Any]:
@@ -275,9 +275,9 @@ def test_read_your_writes_while_following(postgres_url: str) -> None:
         app.open_session("live")
         for n in range(5):
             decision = app.submit("live", plan(f"step{n}", *(f"step{m}" for m in range(n))))
-            assert decision.position is not None
+            assert decision.store_position is not None
             # No polling delay: the NOTIFY wakes the follower long before its 5 s idle timeout.
-            assert runner.wait_for(decision.position, timeout=2)
+            assert runner.wait_for(decision.store_position, timeout=2)
             assert runner.store.plan_view("live").revision == n + 1  # type: ignore[union-attr]
     finally:
         stop.set()

@@ -7,8 +7,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from planledger.ledger import Ledger
-from projections.shapes import Decision
+from planledger.service.ledger import Ledger
+from planledger.service.results import Decision
 
 WRITERS = 6
 ROUNDS = 5

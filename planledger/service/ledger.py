@@ -9,6 +9,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from eventsourcing.application import AggregateNotFoundError, Application
@@ -19,6 +20,7 @@ from eventsourcing.utils import Environment, EnvType, get_topic
 from domain.base import Aggregate, Event
 from domain.errors import (
     CorruptHistory,
+    ErrorKind,
     LedgerError,
     ProposalNotFound,
     SessionExists,
@@ -29,22 +31,22 @@ from domain.ids import plan_aggregate_id, session_aggregate_id, validate_id
 from domain.models import PlanSnapshot, Violation
 from domain.plan import Outcome, PendingProposal, Plan
 from domain.session import Goal, Mode, Session
-from planledger.settings import DatabaseSettings, database_settings
-from planledger.transcoding import PydanticTranscoding
-from projections.compaction import DEFAULT_MAX_CHARS, CompactionSnapshot, build_plan_snapshot
-from projections.fold import fold_history
-from projections.plan_view import plan_view, plan_view_at
-from projections.shapes import (
+from planledger.service.results import (
     Decision,
     GoalView,
-    History,
-    PlanView,
     Problem,
     SessionView,
     VerifyReport,
 )
+from planledger.storage.settings import DatabaseSettings, database_settings
+from planledger.storage.transcoding import PydanticTranscoding
+from projections.compaction import DEFAULT_MAX_CHARS, CompactionSnapshot, build_plan_snapshot
+from projections.fold import fold_history
+from projections.plan_view import plan_view, plan_view_at
+from projections.shapes import History, PlanView
 
 MAX_ATTEMPTS = 100
+MAX_OBJECTIVE_CHARS = 2000
 WRITE_CACHE_SIZE = 1000  # plans kept by a long-running process (server) between commands
 A = TypeVar("A", bound=Aggregate)
 
@@ -55,6 +57,18 @@ class InvalidInput(LedgerError):
 
 class Contention(LedgerError):
     """Too many concurrent writers on one plan; nothing was lost, try again."""
+
+    kind = ErrorKind.UNAVAILABLE
+    code = "contention"
+
+
+@dataclass(frozen=True)
+class Call:
+    """One plan call to record: its payload in either form, and who made it."""
+
+    payload: Any
+    proposal_id: str | None = None
+    client: str | None = None
 
 
 def fingerprint(payload: Mapping[str, Any]) -> str:
@@ -115,6 +129,8 @@ class Ledger(Application[str]):
         validate_id(goal_id, "goal id")
         if not objective.strip():
             raise InvalidInput("a goal needs a non-blank objective")
+        if len(objective) > MAX_OBJECTIVE_CHARS:
+            raise InvalidInput(f"a goal objective is at most {MAX_OBJECTIVE_CHARS} characters")
         if clean_text(objective) != objective:
             raise InvalidInput("a goal objective must be plain text (no NUL, valid Unicode)")
         return session_view(
@@ -208,6 +224,46 @@ class Ledger(Application[str]):
                 return decision
         raise Contention(f"too many concurrent writers on session {session_id!r}")
 
+    def submit_batch(self, session_id: str, calls: Sequence[Call]) -> list[Decision]:
+        """Propose and decide many calls on one session, in order, written in one transaction
+        (bulk imports). Each call is decided exactly as `submit` would decide it; a call whose
+        proposal_id is already recorded writes nothing and returns its recorded outcome."""
+        parsed_calls = []
+        for call in calls:
+            if not isinstance(call.payload, Mapping):
+                raise InvalidInput("a plan proposal must be a JSON object")
+            parsed = parse_proposal(call.payload)
+            proposal_id = parsed.proposal_id or call.proposal_id or uuid.uuid4().hex
+            validate_id(proposal_id, "proposal id")
+            parsed_calls.append((parsed, proposal_id, fingerprint(call.payload), call.client))
+        for _ in self._attempts():
+            plan = self._checkout(session_id)
+            decisions: list[tuple[Decision, int]] = []  # with the count of events before it
+            for parsed, proposal_id, content, client in parsed_calls:
+                known = plan.outcomes.get(proposal_id)
+                if known is not None and known.fingerprint != content:
+                    decisions.append((reused_decision(proposal_id, plan.revision), -1))
+                    continue
+                if known is not None and known.status != "pending":
+                    decisions.append((decision_of(proposal_id, known, plan.revision), -1))
+                    continue
+                if known is None:
+                    plan.propose(proposal_id, parsed, content, client)
+                outcome = plan.decide(self._goals_for(session_id, plan.pending))
+                decided = decision_of(proposal_id, outcome, plan.revision)
+                decisions.append((decided, len(plan.pending_events)))
+            try:
+                recordings = self.save(plan) if plan.pending_events else []
+            except IntegrityError:
+                self.lost_races += 1
+                continue
+            self._checkin(plan)
+            for decided, written in decisions:
+                if written > 0 and recordings:
+                    decided.store_position = recordings[written - 1].notification.id
+            return [decided for decided, _ in decisions]
+        raise Contention(f"too many concurrent writers on session {session_id!r}")
+
     def _save_decision(self, plan: Plan, proposal_id: str, outcome: Outcome) -> Decision | None:
         """Save; None when another writer got there first (the caller re-decides)."""
         try:
@@ -217,7 +273,7 @@ class Ledger(Application[str]):
             return None
         self._checkin(plan)
         decision = decision_of(proposal_id, outcome, plan.revision)
-        decision.position = recordings[-1].notification.id if recordings else None
+        decision.store_position = recordings[-1].notification.id if recordings else None
         return decision
 
     def _goals_for(self, session_id: str, pending: PendingProposal | None) -> set[str]:

@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.rule import Rule
 from rich.syntax import Syntax
 
-from planledger import render
-from planledger.ledger import Ledger
+from planledger.clients import render
+from planledger.service import PlanLedger
 
 FIRST = {
     "title": "Implement session export",
@@ -56,7 +56,7 @@ def compact_json(payload: dict[str, Any]) -> str:
     return "{\n" + ",\n".join(lines) + "\n}"
 
 
-def run_demo(ledger: Ledger, out: Console) -> str:
+def run_demo(ledger: PlanLedger, out: Console) -> str:
     """Walk one fresh session through the ledger; returns its session id."""
     session_id = "demo-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S-%f")
     where = ledger.database.display_url

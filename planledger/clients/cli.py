@@ -14,25 +14,24 @@ import typer
 from pydantic import BaseModel
 from rich.console import Console
 
-from domain.errors import (
-    CorruptHistory,
-    GoalExists,
-    GoalNotFound,
-    IllegalTransition,
-    InvalidId,
-    LedgerError,
-    ProposalNotFound,
-    RevisionNotFound,
-    SessionExists,
-    SessionNotFound,
-)
+from domain.errors import ErrorKind, LedgerError
 from domain.session import Mode
-from planledger import render
-from planledger.ledger import InvalidInput, Ledger
-from planledger.settings import SettingsError, database_settings, home_dir
-from projections.runner import ProjectionHalted, ProjectionRunner
+from planledger.clients import render
+from planledger.service import PlanLedger, open_planledger
+from planledger.service.ledger import InvalidInput
+from planledger.storage.settings import database_settings
 
-EXIT_FAILED, EXIT_INVALID, EXIT_REJECTED, EXIT_CONFLICT = 1, 2, 3, 4
+EXIT_FAILED, EXIT_INVALID, EXIT_REJECTED, EXIT_CONFLICT, EXIT_UNAVAILABLE = 1, 2, 3, 4, 5
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+EXIT_OF_KIND = {
+    ErrorKind.CORRUPT: EXIT_FAILED,
+    ErrorKind.NOT_FOUND: EXIT_INVALID,
+    ErrorKind.EXISTS: EXIT_INVALID,
+    ErrorKind.INVALID: EXIT_INVALID,
+    ErrorKind.REJECTED: EXIT_REJECTED,
+    ErrorKind.CONFLICT: EXIT_CONFLICT,
+    ErrorKind.UNAVAILABLE: EXIT_UNAVAILABLE,
+}
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -69,26 +68,17 @@ class ModeChoice(StrEnum):
 
 class _State:
     database: str | None = None
-    ledger: Ledger | None = None
-    runner: ProjectionRunner | None = None
+    service: PlanLedger | None = None
 
 
 state = _State()
 
 
-def ledger() -> Ledger:
-    """The ledger, opened on first use (so `--help` never touches a database)."""
-    if state.ledger is None:
-        state.ledger = Ledger(database_settings(state.database))
-    return state.ledger
-
-
-def views() -> ProjectionRunner:
-    """The read side: views and plan.json files under PLANLEDGER_HOME, caught up on use."""
-    if state.runner is None:
-        app = ledger()
-        state.runner = ProjectionRunner(app.database, app.mapper, home=home_dir())
-    return state.runner
+def service() -> PlanLedger:
+    """The service, opened on first use (so `--help` never touches a database)."""
+    if state.service is None:
+        state.service = open_planledger(state.database)
+    return state.service
 
 
 @app.callback()
@@ -127,22 +117,29 @@ def session_open(
     as_json: JsonFlag = False,
 ) -> None:
     """Open a session (exit 2 if it exists or the id is invalid)."""
-    view = ledger().open_session(session_id, Mode(mode.value))
+    view = service().open_session(session_id, Mode(mode.value))
     emit(as_json, view, render.session_text(view))
 
 
 @session_app.command("mode")
 def session_mode(session_id: SessionArg, mode: ModeChoice, as_json: JsonFlag = False) -> None:
     """Switch the collaboration mode: the user's explicit command, recorded as an event."""
-    view = ledger().set_mode(session_id, Mode(mode.value))
+    view = service().set_mode(session_id, Mode(mode.value))
     emit(as_json, view, render.session_text(view))
 
 
 @session_app.command("show")
 def session_show(session_id: SessionArg, as_json: JsonFlag = False) -> None:
     """Mode, goals and should_continue of a session."""
-    view = ledger().session(session_id)
+    view = service().session(session_id)
     emit(as_json, view, render.session_text(view))
+
+
+@session_app.command("list")
+def session_list(as_json: JsonFlag = False) -> None:
+    """Every session with its mode and plan revision, the most recently active first."""
+    sessions = service().sessions()
+    emit(as_json, sessions, render.session_list_table(sessions))
 
 
 # -- goals ------------------------------------------------------------------------------------
@@ -158,13 +155,13 @@ def goal_start(
     as_json: JsonFlag = False,
 ) -> None:
     """Start a durable goal in a session."""
-    view = ledger().start_goal(session_id, goal_id, objective)
+    view = service().start_goal(session_id, goal_id, objective)
     emit(as_json, view, render.session_text(view))
 
 
 def _goal_edge(edge: str, doc: str) -> None:
     def command(session_id: SessionArg, goal_id: GoalArg, as_json: JsonFlag = False) -> None:
-        view = ledger().move_goal(session_id, goal_id, edge)
+        view = service().move_goal(session_id, goal_id, edge)
         emit(as_json, view, render.session_text(view))
 
     command.__doc__ = doc
@@ -223,8 +220,7 @@ def plan_update(
     payload = read_payload(source)
     if isinstance(payload, dict) and expected_revision is not None:
         payload = {**payload, "expected_revision": expected_revision}
-    decision = ledger().submit(session_id, payload, client="cli", proposal_id=proposal_id)
-    views().catch_up()  # the views and plan.json follow the write before we return
+    decision = service().submit(session_id, payload, client="cli", proposal_id=proposal_id)
     emit(as_json, decision, render.decision_text(decision))
     if decision.status == "conflict":
         raise typer.Exit(EXIT_CONFLICT)
@@ -241,16 +237,14 @@ def plan_show(
     as_json: JsonFlag = False,
 ) -> None:
     """The plan now (from the plan view), or as it stood at an earlier revision."""
-    view = (
-        views().plan_view(session_id) if revision is None else ledger().plan(session_id, revision)
-    )
+    view = service().plan(session_id, revision)
     emit(as_json, view, render.plan_panel(view))
 
 
 @plan_app.command("history")
 def plan_history(session_id: SessionArg, as_json: JsonFlag = False) -> None:
     """Every proposal, commit and rejection, with each commit's step transitions."""
-    history = views().history(session_id)
+    history = service().history(session_id)
     emit(as_json, history.as_json(), render.history_table(history))
 
 
@@ -266,7 +260,7 @@ def plan_compaction(
 
     state is present, absent (no plan: never "done") or unreadable (with the error).
     """
-    snapshot = ledger().compaction(session_id, max_chars)
+    snapshot = service().compaction(session_id, max_chars)
     emit(as_json, snapshot.as_json(), snapshot.text)
 
 
@@ -281,8 +275,8 @@ def projections_rebuild() -> None:
     """Drop every view and rebuild it from the events, with a progress bar."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    runner = views()
-    total = runner.store.max_notification_id()
+    runner = service().runner
+    total = service().views.max_notification_id()
     counted = 0
     started = time.perf_counter()
     with Progress(
@@ -317,16 +311,23 @@ def serve(
     """The HTTP server (set PLANLEDGER_TOKEN to require `Authorization: Bearer <token>`)."""
     import uvicorn
 
-    from planledger.server import create_app
+    from planledger.clients.http import create_app
 
     token = os.environ.get("PLANLEDGER_TOKEN") or None
-    application = create_app(database_settings(state.database), token=token, home=home_dir())
+    settings = database_settings(state.database)  # a bad URL fails here, before binding
+    application = create_app(lambda: open_planledger(state.database), token=token)
     err.print(
-        f"planledger serve on http://{host}:{port} ({'token required' if token else 'no token'}"
-        f", {database_settings(state.database).display_url})",
+        f"planledger serve on http://{host}:{port}/ui ({'token required' if token else 'no token'}"
+        f", {settings.display_url})",
         markup=False,
     )
-    uvicorn.run(application, host=host, port=port, log_level="warning")
+    if token is None and host not in LOOPBACK_HOSTS:
+        err.print(
+            f"planledger: warning: serving on {host} without a token: anyone who can reach this "
+            "address can read and write plans; set PLANLEDGER_TOKEN",
+            markup=False,
+        )
+    uvicorn.run(application, host=host, port=port, log_level="warning", timeout_keep_alive=5)
 
 
 # -- verification and demo --------------------------------------------------------------------
@@ -343,7 +344,7 @@ def verify(
 
     Exit 0 clean, 1 corrupt (naming session, event position and rule).
     """
-    report = ledger().verify(session_ids or None)
+    report = service().verify(session_ids or None)
     emit(as_json, report, render.verify_text(report))
     if not report.ok:
         raise typer.Exit(EXIT_FAILED)
@@ -352,27 +353,12 @@ def verify(
 @app.command("demo")
 def demo() -> None:
     """A scripted walk through one session on the embedded default database."""
-    from planledger.demo import run_demo
+    from planledger.clients.demo import run_demo
 
-    run_demo(ledger(), out)
+    run_demo(service(), out)
 
 
 # -- entry point ------------------------------------------------------------------------------
-
-EXIT_CODES: list[tuple[type[Exception], int]] = [
-    (CorruptHistory, EXIT_FAILED),
-    (ProjectionHalted, EXIT_FAILED),
-    (IllegalTransition, EXIT_REJECTED),
-    (SessionNotFound, EXIT_INVALID),
-    (SessionExists, EXIT_INVALID),
-    (GoalNotFound, EXIT_INVALID),
-    (GoalExists, EXIT_INVALID),
-    (InvalidId, EXIT_INVALID),
-    (InvalidInput, EXIT_INVALID),
-    (ProposalNotFound, EXIT_INVALID),
-    (RevisionNotFound, EXIT_INVALID),
-    (SettingsError, EXIT_INVALID),
-]
 
 
 def fail(message: str, code: int) -> NoReturn:
@@ -386,17 +372,14 @@ def main(argv: list[str] | None = None) -> None:
         # Standalone mode: usage errors print and exit 2, typer.Exit sets the code.
         app(args=argv, prog_name="planledger")
     except LedgerError as error:
-        exit_code = next((c for kind, c in EXIT_CODES if isinstance(error, kind)), EXIT_FAILED)
-        fail(str(error), exit_code)
+        fail(str(error), EXIT_OF_KIND[error.kind])
     except Exception as error:
         if os.environ.get("PLANLEDGER_DEBUG"):
             raise
         fail(describe_unexpected(error), EXIT_FAILED)
     finally:
-        if state.runner is not None:
-            state.runner.close()
-        if state.ledger is not None:
-            state.ledger.close()
+        if state.service is not None:
+            state.service.close()
 
 
 def describe_unexpected(error: Exception) -> str:

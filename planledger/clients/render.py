@@ -7,7 +7,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from projections.shapes import Decision, History, PlanView, SessionView, VerifyReport
+from planledger.service.results import Decision, SessionList, SessionView, VerifyReport
+from projections.shapes import History, PlanView
 
 STATUS_MARK = {
     "completed": ("[x]", "green"),
@@ -122,3 +123,19 @@ def verify_text(report: VerifyReport) -> Group:
     for p in report.problems:
         lines.append(Text(f"  session {p.session_id} event {p.position} [{p.rule}]: {p.message}"))
     return Group(*lines)
+
+
+def session_list_table(sessions: SessionList) -> Table | Text:
+    if not sessions.sessions:
+        return Text("No sessions yet: open one with `planledger session open ID`.")
+    table = Table(box=None, pad_edge=False)
+    for column in ("session", "mode", "revision", "updated"):
+        table.add_column(column)
+    for item in sessions.sessions:
+        table.add_row(
+            item.session_id,
+            item.mode,
+            str(item.revision),
+            item.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
+        )
+    return table

@@ -13,32 +13,17 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import psycopg
 from eventsourcing.persistence import Notification
 from psycopg_pool import ConnectionPool
 
-from planledger.settings import DatabaseSettings
+from planledger.service.results import SessionList, SessionListItem
+from planledger.storage.settings import DatabaseSettings
+from projections.runner import VIEWS, HistoryRow, HistoryValues, SessionRow, StaleBatch
 from projections.shapes import HistoryEntry, PlanView
-
-VIEWS = "views"  # tracking name of the database views (plan view + history)
-
-
-class StaleBatch(Exception):
-    """Another runner moved the tracking position first; re-read and try again."""
-
-
-@dataclass(frozen=True)
-class HistoryRow:
-    session_id: str
-    notification_id: int
-    entry: HistoryEntry
-    view: PlanView | None = None  # the plan as this commit left it (live clients show it)
-
-
-HistoryValues = tuple[str, int, int, str, str, str | None]
 
 
 def _entry_json(entry: HistoryEntry) -> str:
@@ -107,6 +92,14 @@ class ViewStore(ABC):
                 "ON planledger_plan_history (session_id, notification_id)"
             )
             self._execute(
+                "CREATE INDEX IF NOT EXISTS planledger_plan_history_store "
+                "ON planledger_plan_history (notification_id)"
+            )
+            self._execute(
+                "CREATE TABLE IF NOT EXISTS planledger_sessions (session_id TEXT PRIMARY KEY, "
+                "mode TEXT NOT NULL, opened_at TEXT NOT NULL, updated_at TEXT NOT NULL)"
+            )
+            self._execute(
                 "INSERT INTO planledger_tracking (projection, position) "
                 f"VALUES ({self.placeholder}, 0) ON CONFLICT (projection) DO NOTHING",
                 (VIEWS,),
@@ -117,6 +110,7 @@ class ViewStore(ABC):
         with self.lock, self._write_transaction():
             self._execute("DELETE FROM planledger_plan_history")
             self._execute("DELETE FROM planledger_plan_views")
+            self._execute("DELETE FROM planledger_sessions")
             self._execute("UPDATE planledger_tracking SET position = 0")
 
     # -- tracking and writes ------------------------------------------------------------------
@@ -151,6 +145,7 @@ class ViewStore(ABC):
         new_position: int,
         views: dict[str, tuple[int, PlanView]],
         history: Sequence[HistoryRow],
+        sessions: Sequence[SessionRow] = (),
     ) -> None:
         """Views, history rows and the new tracking position, in one transaction.
 
@@ -185,6 +180,13 @@ class ViewStore(ABC):
                         )
                         for r in history
                     ]
+                )
+            if sessions:
+                self._executemany(
+                    "INSERT INTO planledger_sessions (session_id, mode, opened_at, updated_at) "
+                    f"VALUES ({p}, {p}, {p}, {p}) ON CONFLICT (session_id) DO UPDATE SET "
+                    "mode = excluded.mode, updated_at = excluded.updated_at",
+                    [(s.session_id, s.mode, s.at.isoformat(), s.at.isoformat()) for s in sessions],
                 )
             self._execute(
                 f"UPDATE planledger_tracking SET position = {p} WHERE projection = {p}",
@@ -245,6 +247,53 @@ class ViewStore(ABC):
             (session_id,),
         )
         return [HistoryEntry.model_validate(_json(row[0])) for row in rows]
+
+    def feed_after(
+        self, after: int, session_id: str | None, limit: int
+    ) -> list[tuple[str, int, HistoryEntry, PlanView | None]]:
+        """History rows after store position `after` (one session or all), in store order."""
+        p = self.placeholder
+        where = f"notification_id > {p}" + (f" AND session_id = {p}" if session_id else "")
+        params: list[Any] = [after] + ([session_id] if session_id else [])
+        rows = self._query(
+            "SELECT session_id, notification_id, entry, view FROM planledger_plan_history "
+            f"WHERE {where} ORDER BY notification_id LIMIT {p}",
+            [*params, limit],
+        )
+        return [
+            (
+                row[0],
+                int(row[1]),
+                HistoryEntry.model_validate(_json(row[2])),
+                PlanView.model_validate(_json(row[3])) if row[3] is not None else None,
+            )
+            for row in rows
+        ]
+
+    def session_list(self) -> SessionList:
+        """Every session with its mode and plan revision, the most recently active first."""
+        rows = self._query(
+            "SELECT s.session_id, s.mode, s.updated_at, v.revision, v.view "
+            "FROM planledger_sessions s LEFT JOIN planledger_plan_views v "
+            "ON v.session_id = s.session_id"
+        )
+        items = []
+        for session_id, mode, session_at, revision, view in rows:
+            updated = datetime.fromisoformat(session_at)
+            if view is not None:
+                plan_at = _json(view).get("updated_at")
+                if plan_at:
+                    updated = max(updated, datetime.fromisoformat(plan_at))
+            items.append(
+                SessionListItem(
+                    session_id=session_id,
+                    mode=mode,
+                    revision=int(revision or 0),
+                    updated_at=updated,
+                )
+            )
+        items.sort(key=lambda item: (item.updated_at, item.session_id), reverse=True)
+        return SessionList(sessions=items)
 
     def history_after(
         self, session_id: str, notification_id: int, limit: int = 500

@@ -13,7 +13,9 @@ DEFAULT_HOME = Path("~/.local/share/planledger")
 
 
 class SettingsError(LedgerError):
-    pass
+    """The database setting cannot be used as written."""
+
+    code = "invalid_database_url"
 
 
 def home_dir() -> Path:
@@ -96,7 +98,7 @@ def database_settings(url: str | None = None) -> DatabaseSettings:
             # The library insists on a password even under trust authentication.
             "POSTGRES_PASSWORD": unquote(parts.password or ""),
             "POSTGRES_CONNECT_TIMEOUT": "5",
-            "APPLICATION_RECORDER_TOPIC": "planledger.recorder:OneTripPostgresRecorder",
+            "APPLICATION_RECORDER_TOPIC": "planledger.storage.recorder:OneTripPostgresRecorder",
         }
         schema = parse_qs(parts.query).get("schema")
         if schema:

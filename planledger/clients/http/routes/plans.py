@@ -1,0 +1,77 @@
+"""A session's plan: propose (either form), read now or at a revision, history, compaction."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse, Response
+
+from planledger.clients.http.bodies import (
+    CommittedBody,
+    ConflictBody,
+    RejectedBody,
+    SessionId,
+)
+from planledger.clients.http.deps import model_response, service_of
+from planledger.clients.http.errors import ErrorBody
+from projections.compaction import CompactionSnapshot
+from projections.shapes import History, PlanView
+
+router = APIRouter(tags=["plans"])
+NOT_FOUND = {404: {"model": ErrorBody}}
+
+
+@router.post(
+    "/sessions/{session_id}/plan",
+    response_model=CommittedBody,
+    responses={
+        404: {"model": ErrorBody},
+        409: {"model": ConflictBody, "description": "expected_revision was stale"},
+        422: {
+            "model": RejectedBody | ErrorBody,
+            "description": "rejected, with every violation (or a body that is not a JSON object)",
+        },
+    },
+)
+def propose_plan(request: Request, session_id: SessionId, body: dict[str, Any]) -> Response:
+    """Propose a plan in either form (plan_update or update_plan), decided at once."""
+    service = service_of(request)
+    decision = service.submit(session_id, body, client="http")
+    if decision.status == "committed":
+        view = service.plan(session_id)
+        if view.revision != decision.revision:  # another writer committed since: this one's
+            view = service.plan(session_id, decision.revision)
+        return model_response(CommittedBody(**decision.model_dump(), plan=view))
+    status = 409 if decision.status == "conflict" else 422
+    return JSONResponse(decision.model_dump(mode="json"), status_code=status)
+
+
+@router.get("/sessions/{session_id}/plan", response_model=PlanView, responses=NOT_FOUND)
+def show_plan(
+    request: Request,
+    session_id: SessionId,
+    revision: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+) -> Response:
+    """The plan now, or as it stood at `revision`."""
+    return model_response(service_of(request).plan(session_id, revision))
+
+
+@router.get("/sessions/{session_id}/plan/history", response_model=History, responses=NOT_FOUND)
+def plan_history(request: Request, session_id: SessionId) -> JSONResponse:
+    """Every proposal, commit and rejection, with each commit's step transitions."""
+    return JSONResponse(service_of(request).history(session_id).as_json())
+
+
+@router.get(
+    "/sessions/{session_id}/plan/compaction",
+    response_model=CompactionSnapshot,
+    responses=NOT_FOUND,
+)
+def plan_compaction(
+    request: Request,
+    session_id: SessionId,
+    max_chars: Annotated[int, Query(ge=0, le=100_000)] = 2000,
+) -> JSONResponse:
+    """The bounded summary a context-compaction handoff attaches."""
+    return JSONResponse(service_of(request).compaction(session_id, max_chars).as_json())

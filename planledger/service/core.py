@@ -1,0 +1,238 @@
+"""The service layer: the one way in (commands) and out (queries, live feed) for every client.
+
+A client (CLI, HTTP, MCP, ACP, TUI, importers, hooks) takes a `PlanLedger` from
+`open_planledger(url)`, calls it, renders what it returns, and maps a `LedgerError`'s `kind` to
+its own codes. It never builds a ledger, a store or a runner of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from domain.errors import SessionNotFound
+from domain.ids import validate_id
+from domain.session import Mode
+from planledger.service.feed import ChangeSignal, FeedEvent
+from planledger.service.ledger import Call, Ledger
+from planledger.service.results import Decision, SessionList, SessionView, VerifyReport
+from planledger.storage.settings import DatabaseSettings, database_settings, home_dir
+from planledger.storage.views import ViewStore, open_store
+from projections.compaction import DEFAULT_MAX_CHARS, CompactionSnapshot, build_plan_snapshot
+from projections.runner import ProjectionRunner
+from projections.shapes import History, PlanView
+
+FEED_BATCH = 500
+
+
+@dataclass(frozen=True)
+class Health:
+    store_position: int
+    error: str | None = None
+
+
+def describe(error: BaseException) -> str:
+    """One line naming an unexpected error."""
+    first = (str(error).strip().splitlines() or [""])[0][:300]
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
+
+
+class PlanLedger:
+    """Commands, queries and the live feed over one database."""
+
+    def __init__(self, database: DatabaseSettings, home: Path | None = None) -> None:
+        self.database = database
+        self.home = home
+        self.ledger = Ledger(database)
+        self.views: ViewStore = open_store(database)
+        self.runner = ProjectionRunner(self.views, self.ledger.mapper, home=home)
+        self._runner_lock = threading.Lock()
+        self._signal: ChangeSignal | None = None
+        self._signal_lock = threading.Lock()
+
+    # -- commands ---------------------------------------------------------------------------
+
+    def open_session(self, session_id: str, mode: Mode | str = Mode.WORK) -> SessionView:
+        """Open a session and its empty plan; `exists` if it is already open."""
+        view = self.ledger.open_session(session_id, Mode(mode))
+        self._after_write()
+        return view
+
+    def set_mode(self, session_id: str, mode: Mode | str) -> SessionView:
+        """The user's explicit switch of the collaboration mode (recorded as an event)."""
+        return self.ledger.set_mode(session_id, Mode(mode))
+
+    def start_goal(self, session_id: str, goal_id: str, objective: str) -> SessionView:
+        return self.ledger.start_goal(session_id, goal_id, objective)
+
+    def move_goal(self, session_id: str, goal_id: str, edge: str) -> SessionView:
+        """edge: complete, block, resume or cancel."""
+        return self.ledger.move_goal(session_id, goal_id, edge)
+
+    def submit(
+        self,
+        session_id: str,
+        payload: Any,
+        *,
+        client: str | None = None,
+        proposal_id: str | None = None,
+    ) -> Decision:
+        """Propose and decide in one call; the views include the decision when it returns."""
+        decision = self.ledger.submit(session_id, payload, client=client, proposal_id=proposal_id)
+        self._after_write()
+        return decision
+
+    def submit_batch(self, session_id: str, calls: Sequence[Call]) -> list[Decision]:
+        """Many calls on one session, each decided as `submit` would, in one transaction."""
+        decisions = self.ledger.submit_batch(session_id, calls)
+        self._after_write()
+        return decisions
+
+    def propose(
+        self,
+        session_id: str,
+        payload: Any,
+        *,
+        client: str | None = None,
+        proposal_id: str | None = None,
+    ) -> str:
+        """Stage one: record a proposal undecided; returns its proposal_id."""
+        recorded = self.ledger.propose(session_id, payload, client=client, proposal_id=proposal_id)
+        self._after_write()
+        return recorded
+
+    def decide(self, session_id: str, proposal_id: str) -> Decision:
+        """Stage two: decide a recorded proposal (or return the outcome it already has)."""
+        decision = self.ledger.decide(session_id, proposal_id)
+        self._after_write()
+        return decision
+
+    # -- queries ----------------------------------------------------------------------------
+
+    def session(self, session_id: str) -> SessionView:
+        return self.ledger.session(session_id)
+
+    def should_continue(self, session_id: str) -> bool:
+        """True exactly when the session has an active goal."""
+        return self.ledger.should_continue(session_id)
+
+    def sessions(self) -> SessionList:
+        """Every session, newest first."""
+        self._catch_up()
+        return self.views.session_list()
+
+    def plan(self, session_id: str, revision: int | None = None) -> PlanView:
+        """The plan view now, or the committed plan as it stood at `revision`."""
+        if revision is not None:
+            return self.ledger.plan(session_id, revision)
+        validate_id(session_id)
+        self._catch_up()
+        view = self.views.plan_view(session_id)
+        if view is None:
+            raise SessionNotFound(session_id)
+        return view
+
+    def history(self, session_id: str) -> History:
+        """Every proposal, commit and rejection of the session, in order."""
+        self.plan(session_id)
+        return History(session_id=session_id, entries=self.views.history(session_id))
+
+    def compaction(self, session_id: str, max_chars: int = DEFAULT_MAX_CHARS) -> CompactionSnapshot:
+        """The bounded handoff summary; a plan that cannot be read is `unreadable`."""
+        validate_id(session_id)
+        self.session(session_id)
+        return build_plan_snapshot(lambda: self.plan(session_id), max_chars)
+
+    def verify(self, session_ids: Sequence[str] | None = None) -> VerifyReport:
+        """Replay from the first event (never a snapshot), re-checking every rule."""
+        return self.ledger.verify(session_ids)
+
+    # -- live feed --------------------------------------------------------------------------
+
+    async def follow(
+        self, session_id: str | None = None, after: int = 0, *, idle_timeout: float = 15.0
+    ) -> AsyncIterator[FeedEvent]:
+        """Every plan event after store position `after` (of one session, or all), in store
+        order, then each new one as any writer commits it. Runs until the caller stops."""
+        if session_id is not None:
+            await asyncio.to_thread(self.session, session_id)  # not_found before following
+        signal = self._change_signal()
+        last = after
+        while True:
+            generation = signal.generation
+            events = await asyncio.to_thread(self.events_after, last, session_id)
+            for event in events:
+                yield event
+                last = event.store_position
+            if len(events) < FEED_BATCH and signal.generation == generation:
+                await signal.wait(idle_timeout)
+
+    def events_after(
+        self, after: int, session_id: str | None = None, limit: int = FEED_BATCH
+    ) -> list[FeedEvent]:
+        """The feed's events after store position `after`, without waiting."""
+        self._catch_up()
+        return [
+            FeedEvent(
+                store_position=position,
+                session_id=sid,
+                kind=entry.kind,
+                entry=entry,
+                plan=view,
+            )
+            for sid, position, entry, view in self.views.feed_after(after, session_id, limit)
+        ]
+
+    def health(self) -> Health:
+        """The store position reached, and what is wrong (None while all is well)."""
+        try:
+            position = self.views.max_notification_id()
+        except Exception as error:
+            return Health(store_position=0, error=f"database unavailable: {describe(error)}")
+        feed_error = self._signal.error if self._signal is not None else None
+        return Health(store_position=position, error=feed_error)
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _after_write(self) -> None:
+        self._catch_up()
+        if self._signal is not None:
+            self._signal.fire()
+
+    def _catch_up(self) -> None:
+        with self._runner_lock:
+            self.runner.catch_up()
+
+    def _change_signal(self) -> ChangeSignal:
+        with self._signal_lock:
+            if self._signal is None:
+                store = open_store(self.database)  # its own connection to wait on
+                self._signal = ChangeSignal(store.wait_for_events)
+                self._signal_store = store
+            return self._signal
+
+    def close(self) -> None:
+        if self._signal is not None:
+            self._signal.stop()
+            self._signal_store.close()
+        self.views.close()
+        self.ledger.close()
+
+    def __enter__(self) -> PlanLedger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_planledger(
+    url: str | None = None, *, home: Path | Callable[[], Path] | None = home_dir
+) -> PlanLedger:
+    """The service on `url` (else PLANLEDGER_DATABASE_URL, else the SQLite default), with
+    plan.json files under `home` (PLANLEDGER_HOME by default; None writes none)."""
+    files = home() if callable(home) else home
+    return PlanLedger(database_settings(url), files)
