@@ -16,7 +16,7 @@ from domain.ids import validate_id
 from domain.models import Step
 from projections.shapes import PlanView
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Literal[1] = 1
 
 
 class PlanFileError(LedgerError):

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from domain.models import Step, Violation
+from domain.models import PlanSnapshot, Step, Violation
 
 
 class PendingProposalView(BaseModel):
@@ -15,6 +15,7 @@ class PendingProposalView(BaseModel):
     form: str | None
     expected_revision: int | None
     proposed_at: datetime
+    candidate: PlanSnapshot | None = None  # what a commit of it must equal (re-checked)
 
 
 class RejectionView(BaseModel):
@@ -67,3 +68,11 @@ class History(BaseModel):
             for entry in data["entries"]
         ]
         return data
+
+
+class CorruptMark(BaseModel):
+    """Where a session's history breaks a rule: its plan is never shown past it."""
+
+    rule: str
+    position: int
+    message: str

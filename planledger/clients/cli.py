@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -248,6 +249,20 @@ def plan_history(session_id: SessionArg, as_json: JsonFlag = False) -> None:
     emit(as_json, history.as_json(), render.history_table(history))
 
 
+@plan_app.command("file")
+def plan_file(session_id: SessionArg) -> None:
+    """The path of the session's plan.json (per database: see `planledger plan file --help`).
+
+    The default store writes <PLANLEDGER_HOME>/sessions/ID/plan.json; any other database
+    writes under <PLANLEDGER_HOME>/stores/<key>/, so two databases never share files.
+    """
+    ledger = service()
+    ledger.plan(session_id)  # unknown (exit 2) or corrupt (exit 1) sessions have no file
+    files = ledger.files
+    assert files is not None
+    out.print(str(files.path(session_id)), markup=False)
+
+
 @plan_app.command("compaction")
 def plan_compaction(
     session_id: SessionArg,
@@ -272,7 +287,11 @@ app.add_typer(projections_app, name="projections")
 
 @projections_app.command("rebuild")
 def projections_rebuild() -> None:
-    """Drop every view and rebuild it from the events, with a progress bar."""
+    """Drop every view and rebuild it from the events, with a progress bar.
+
+    Every rule is re-checked on the way: exit 1 naming each session whose history breaks one
+    (its plan is then never shown; the other sessions are rebuilt).
+    """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     runner = service().runner
@@ -299,6 +318,29 @@ def projections_rebuild() -> None:
     elapsed = time.perf_counter() - started
     rate = counted / elapsed if elapsed > 0 else 0.0
     out.print(f"rebuilt the views from {counted} events in {elapsed:.2f} s ({rate:,.0f} events/s)")
+    if runner.corrupt:
+        for error in runner.corrupt.values():
+            err.print(f"planledger: corrupt: {error}", markup=False)
+        raise typer.Exit(EXIT_FAILED)
+
+
+@projections_app.command("sync-files")
+def projections_sync_files() -> None:
+    """Bring every plan.json file under PLANLEDGER_HOME up to the views (the back-fill that
+    commands start in the background on a fresh home; safe to run any time)."""
+    import fcntl
+
+    files = service().files
+    if files is None:
+        return
+    files.root.mkdir(parents=True, exist_ok=True)
+    with (files.root / ".sync.lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return  # another back-fill is running
+        written = service().sync_files()
+    out.print(f"{written} plan.json file(s) written under {files.root}")
 
 
 @app.command("serve")
@@ -379,7 +421,11 @@ def main(argv: list[str] | None = None) -> None:
         fail(describe_unexpected(error), EXIT_FAILED)
     finally:
         if state.service is not None:
-            state.service.close()
+            closing, state.service = state.service, None
+            with contextlib.suppress(Exception):
+                closing.close()
+            for warning in closing.warnings:
+                err.print(f"planledger: warning: {warning}", markup=False)
 
 
 def describe_unexpected(error: Exception) -> str:
@@ -391,3 +437,7 @@ def describe_unexpected(error: Exception) -> str:
         where = database_settings(state.database).display_url
         return f"cannot use the database at {where}: {first_line}"
     return f"{type(error).__name__}: {first_line} (set PLANLEDGER_DEBUG=1 for a traceback)"
+
+
+if __name__ == "__main__":
+    main()

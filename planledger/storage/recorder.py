@@ -1,71 +1,222 @@
-"""The PostgreSQL write path: the library's locked insert, sent in one round trip.
+"""The write path: events and the views they change, in one transaction, on either database.
 
-Same statements and the same EXCLUSIVE table lock as the library's recorder (so insert order
-is commit order and the NOTIFY wakes followers), but BEGIN, the lock, NOTIFY, the INSERT and
-COMMIT go to the server in one pipeline sync, with the rows as plain binary parameters. The
-library's stock path syncs three times and sends the rows as a text-encoded array; this one
-measured 1.7x the commit rate of the ledger on the stock recorder here
-(bench/commit_rate.py: variant c against c_stock).
+While the views are up to date (their tracking position is the last event before ours), the
+writer stores its events' view rows, history rows and the new tracking position in the same
+transaction as the events: a reader that sees the events sees their views, on every server.
+When the views are behind (a rebuild, a schema change), the events are stored alone and the
+projection runner catches the views up; `InlineViews.applied` tells the caller which happened.
+
+PostgreSQL: the library's statements and EXCLUSIVE table lock (insert order is commit order and
+the NOTIFY wakes followers), but BEGIN, the lock, NOTIFY, one INSERT-with-views statement and
+COMMIT go to the server in one pipeline sync. The library's stock path syncs three times and
+sends rows as a text-encoded array (bench/commit_rate.py: variant c against c_stock).
 A duplicate (originator_id, originator_version) still raises the library's IntegrityError.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
+from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 from psycopg import sql
+
+from planledger.storage.schema import VIEWS
+from planledger.storage.view_rows import ViewRows, rows_of, write_rows
+from projections.fold import ViewChanges
+
+
+@dataclass
+class InlineViews:
+    """The views a save changes; `applied` is set once they were stored with the events."""
+
+    changes: ViewChanges
+    applied: bool = False
 
 
 class OneTripPostgresRecorder(PostgresApplicationRecorder):
     def insert_events(
-        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+        self,
+        stored_events: Sequence[StoredEvent],
+        *,
+        views: InlineViews | None = None,
+        **kwargs: Any,
     ) -> Sequence[int] | None:
         if not stored_events:
             return []
+        rows = rows_of(views.changes, lambda *_: None) if views is not None else ViewRows()
         params: list[Any] = []
         for event in stored_events:
             params += (event.originator_id, event.originator_version, event.topic, event.state)
+        for row in rows.views:  # (session_id, version, position, revision, view)
+            params += (row[0], row[1], row[3], row[4])
+        for row in rows.history:  # (session_id, position, _, kind, revision, entry, view)
+            params += (row[0], row[1], row[3], row[4], row[5], row[6])
+        for row in rows.sessions:
+            params += row
         error: Exception | None = None
-        ids: list[int] = []
+        result: list[tuple[int, int]] = []
         with self.datastore.get_connection() as conn:
-            preamble, insert = self._statements(conn, len(stored_events))
-            with conn.cursor() as head, conn.cursor() as rows:
+            preamble, insert = self._statements(conn, len(stored_events), rows, views is not None)
+            with conn.cursor() as head, conn.cursor(row_factory=psycopg.rows.tuple_row) as cur:
                 try:
                     # Leaving the pipeline block sends the one sync and reads every result.
                     with conn.pipeline():
                         for statement in preamble:
                             head.execute(statement, prepare=True)
-                        rows.execute(insert, params, prepare=True)
+                        cur.execute(insert, params, prepare=True)
                         head.execute(b"COMMIT", prepare=True)
-                    ids = [row["notification_id"] for row in rows.fetchall()]
+                    result = cur.fetchall()
                 except Exception as caught:  # re-raised below, after the pipeline closed
                     error = caught
             if error is not None:
                 if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                     conn.rollback()
                 raise error  # get_connection() turns psycopg errors into the library's
-        return ids
+        if views is not None:
+            views.applied = bool(result) and bool(result[0][1])
+        return [row[0] for row in result]
 
-    def _statements(self, conn: Any, count: int) -> tuple[list[bytes], bytes]:
-        """BEGIN, lock and NOTIFY, and the INSERT for `count` rows, rendered once as bytes
-        (psycopg would otherwise compose the SQL objects again on every execute)."""
-        cache: dict[int, tuple[list[bytes], bytes]] = self.__dict__.setdefault("_rendered", {})
-        rendered = cache.get(count)
+    def _statements(
+        self, conn: Any, count: int, rows: ViewRows, with_views: bool
+    ) -> tuple[list[bytes], bytes]:
+        """BEGIN, lock and NOTIFY, and the INSERT-with-views statement for this shape of
+        write, rendered once as bytes (psycopg would otherwise compose it on every execute)."""
+        shape = (count, len(rows.views), len(rows.history), len(rows.sessions), int(with_views))
+        cache: dict[tuple[int, ...], tuple[list[bytes], bytes]] = self.__dict__.setdefault(
+            "_rendered", {}
+        )
+        rendered = cache.get(shape)
         if rendered is None:
             notify = sql.SQL("NOTIFY {0}").format(sql.Identifier(self.channel_name))
-            preamble = [b"BEGIN"] + [
-                statement.as_bytes(conn) for statement in [*self.lock_table_statements, notify]
-            ]
-            insert = sql.SQL(
-                "INSERT INTO {table} (originator_id, originator_version, topic, state) "
-                "VALUES {rows} RETURNING notification_id"
-            ).format(
-                table=sql.Identifier(self.datastore.schema, self.events_table_name),
-                rows=sql.SQL(", ").join([sql.SQL("(%s, %s::bigint, %s, %b)")] * count),
-            )
-            rendered = cache[count] = (preamble, insert.as_bytes(conn))
+            statements: list[Any] = [*self.lock_table_statements, notify]
+            preamble = [b"BEGIN"] + [statement.as_bytes(conn) for statement in statements]
+            statement = insert_with_views(
+                self.datastore.schema, self.events_table_name, shape
+            ).as_bytes(conn)
+            rendered = cache[shape] = (preamble, statement)
         return rendered
+
+
+def insert_with_views(schema: str, events_table: str, shape: tuple[int, ...]) -> sql.Composable:
+    """One statement: insert the events; if the views had reached the last event before them,
+    upsert the changed views, insert the history rows (store positions from the insert), upsert
+    the sessions and move the tracking position. Returns (notification_id, views_applied)."""
+    count, n_views, n_history, n_sessions, with_views = shape
+
+    def values(n: int, row: str) -> sql.Composable:
+        return sql.SQL(", ").join([sql.SQL(row)] * n)
+
+    events = sql.Identifier(schema, events_table)
+    if not with_views:  # a plain insert (the library's contract tests use it so)
+        return sql.SQL(
+            "INSERT INTO {events} (originator_id, originator_version, topic, state) "
+            "VALUES {rows} RETURNING notification_id, 0"
+        ).format(events=events, rows=values(count, "(%s, %s::bigint, %s, %b)"))
+    parts: list[sql.Composable] = [
+        sql.SQL(
+            "WITH ins AS (INSERT INTO {events} (originator_id, originator_version, topic, state) "
+            "VALUES {rows} RETURNING notification_id, originator_id, originator_version), "
+            "caught AS (UPDATE {tracking} SET position = (SELECT max(notification_id) FROM ins) "
+            "WHERE projection = {views} AND position = "
+            "(SELECT COALESCE(max(notification_id), 0) FROM {events}) RETURNING 1)"
+        ).format(
+            events=events,
+            rows=values(count, "(%s, %s::bigint, %s, %b)"),
+            tracking=sql.Identifier(schema, "planledger_tracking"),
+            views=sql.Literal(VIEWS),
+        )
+    ]
+    if n_views:
+        parts.append(
+            sql.SQL(
+                ", v AS (INSERT INTO {table} (session_id, version, position, revision, view) "
+                "SELECT r.sid, r.version, (SELECT max(notification_id) FROM ins), r.revision, "
+                "r.view FROM (VALUES {rows}) AS r(sid, version, revision, view) "
+                "WHERE EXISTS (SELECT 1 FROM caught) ON CONFLICT (session_id) DO UPDATE SET "
+                "version = excluded.version, position = excluded.position, "
+                "revision = excluded.revision, view = excluded.view)"
+            ).format(
+                table=sql.Identifier(schema, "planledger_plan_views"),
+                rows=values(n_views, "(%s::text, %s::bigint, %s::bigint, %s::jsonb)"),
+            )
+        )
+    if n_history:
+        parts.append(
+            sql.SQL(
+                ", h AS (INSERT INTO {table} "
+                "(session_id, position, notification_id, kind, revision, entry, view) "
+                "SELECT r.sid, r.pos, ins.notification_id, r.kind, r.revision, r.entry, r.view "
+                "FROM (VALUES {rows}) AS r(sid, pos, kind, revision, entry, view) "
+                "JOIN ins ON ins.originator_id = 'plan:' || r.sid "
+                "AND ins.originator_version = r.pos WHERE EXISTS (SELECT 1 FROM caught))"
+            ).format(
+                table=sql.Identifier(schema, "planledger_plan_history"),
+                rows=values(
+                    n_history,
+                    "(%s::text, %s::bigint, %s::text, %s::bigint, %s::jsonb, %s::jsonb)",
+                ),
+            )
+        )
+    if n_sessions:
+        parts.append(
+            sql.SQL(
+                ", s AS (INSERT INTO {table} (session_id, version, mode, opened_at, updated_at) "
+                "SELECT * FROM (VALUES {rows}) AS r(sid, version, mode, opened_at, updated_at) "
+                "WHERE EXISTS (SELECT 1 FROM caught) ON CONFLICT (session_id) DO UPDATE SET "
+                "version = excluded.version, mode = excluded.mode, "
+                "updated_at = excluded.updated_at WHERE {table}.version < excluded.version)"
+            ).format(
+                table=sql.Identifier(schema, "planledger_sessions"),
+                rows=values(n_sessions, "(%s::text, %s::bigint, %s::text, %s::text, %s::text)"),
+            )
+        )
+    parts.append(
+        sql.SQL(
+            " SELECT notification_id, (SELECT count(*) FROM caught) FROM ins "
+            "ORDER BY notification_id"
+        )
+    )
+    return sql.Composed(parts)
+
+
+class ViewsSQLiteRecorder(SQLiteApplicationRecorder):
+    """The library's SQLite insert, plus the views in the same transaction when current."""
+
+    def _insert_events(
+        self,
+        c: SQLiteCursor,
+        stored_events: Sequence[StoredEvent],
+        *,
+        views: InlineViews | None = None,
+        **kwargs: Any,
+    ) -> Sequence[int] | None:
+        ids = super()._insert_events(c, stored_events, **kwargs)
+        if views is None or not ids:
+            return ids
+        # The insert took the write lock: nobody else moves the views until we commit.
+        c.execute(
+            "SELECT (SELECT position FROM planledger_tracking WHERE projection = ?), "
+            f"(SELECT COALESCE(MAX(rowid), 0) FROM {self.events_table_name} WHERE rowid < ?)",
+            (VIEWS, ids[0]),
+        )
+        tracked, before = c.fetchone()
+        if tracked != before:
+            return ids  # the views are behind: the runner will bring them up
+        positions = {
+            (str(event.originator_id), event.originator_version): notification_id
+            for event, notification_id in zip(stored_events, ids, strict=True)
+        }
+        rows = rows_of(
+            views.changes, lambda aggregate, version: positions.get((aggregate, version))
+        )
+        write_rows(c.executemany, rows, "?")
+        c.execute(
+            "UPDATE planledger_tracking SET position = ? WHERE projection = ?", (max(ids), VIEWS)
+        )
+        views.applied = True
+        return ids

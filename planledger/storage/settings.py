@@ -57,7 +57,8 @@ def database_settings(url: str | None = None) -> DatabaseSettings:
     A PostgreSQL URL may carry `?schema=NAME` to keep the ledger's tables in their own schema.
     """
     url = resolve_database_url(url)
-    common = {"ORIGINATOR_ID_TYPE": "text", "CREATE_TABLE": "y"}
+    # Tables are set up once per database by planledger.storage.schema, never on every start.
+    common = {"ORIGINATOR_ID_TYPE": "text", "CREATE_TABLE": "n"}
     if url.startswith("sqlite://"):
         path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else ""
         if not path:
@@ -74,7 +75,9 @@ def database_settings(url: str | None = None) -> DatabaseSettings:
                 **common,
                 "PERSISTENCE_MODULE": "eventsourcing.sqlite",
                 "SQLITE_DBNAME": path,
-                "SQLITE_LOCK_TIMEOUT": "10",
+                # A lock held past this is "storage unavailable" (exit 5), well within 3 s.
+                "SQLITE_LOCK_TIMEOUT": "2",
+                "APPLICATION_RECORDER_TOPIC": "planledger.storage.recorder:ViewsSQLiteRecorder",
             },
         )
     if url.startswith(("postgresql://", "postgres://")):
@@ -97,7 +100,7 @@ def database_settings(url: str | None = None) -> DatabaseSettings:
             "POSTGRES_USER": unquote(parts.username),
             # The library insists on a password even under trust authentication.
             "POSTGRES_PASSWORD": unquote(parts.password or ""),
-            "POSTGRES_CONNECT_TIMEOUT": "5",
+            "POSTGRES_CONNECT_TIMEOUT": "2",
             "APPLICATION_RECORDER_TOPIC": "planledger.storage.recorder:OneTripPostgresRecorder",
         }
         schema = parse_qs(parts.query).get("schema")
@@ -107,4 +110,21 @@ def database_settings(url: str | None = None) -> DatabaseSettings:
     raise SettingsError(
         f"unsupported database URL {url!r}: use sqlite:///path or "
         "postgresql://user[:password]@host:port/db"
+    )
+
+
+def postgres_conninfo(settings: DatabaseSettings) -> str:
+    """The libpq connection string of a PostgreSQL setting (tables in its schema)."""
+    from psycopg.conninfo import make_conninfo
+
+    env = settings.env
+    schema = env.get("POSTGRES_SCHEMA", "public")
+    return make_conninfo(
+        host=env["POSTGRES_HOST"],
+        port=env["POSTGRES_PORT"],
+        dbname=env["POSTGRES_DBNAME"],
+        user=env["POSTGRES_USER"],
+        password=env["POSTGRES_PASSWORD"] or None,
+        connect_timeout=env.get("POSTGRES_CONNECT_TIMEOUT", "2"),
+        options=f"-c search_path={schema}",
     )

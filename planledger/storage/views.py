@@ -21,13 +21,11 @@ from eventsourcing.persistence import Notification
 from psycopg_pool import ConnectionPool
 
 from planledger.service.results import SessionList, SessionListItem
-from planledger.storage.settings import DatabaseSettings
-from projections.runner import VIEWS, HistoryRow, HistoryValues, SessionRow, StaleBatch
-from projections.shapes import HistoryEntry, PlanView
-
-
-def _entry_json(entry: HistoryEntry) -> str:
-    return entry.model_dump_json(by_alias=True)
+from planledger.storage.settings import DatabaseSettings, postgres_conninfo
+from planledger.storage.view_rows import Row, rows_of, write_rows
+from projections.fold import ViewChanges, empty_view
+from projections.runner import VIEWS, LoadedView, StaleBatch
+from projections.shapes import CorruptMark, HistoryEntry, PlanView
 
 
 class ViewStore(ABC):
@@ -50,7 +48,7 @@ class ViewStore(ABC):
         """Run a statement on the writer's connection."""
 
     @abstractmethod
-    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    def _executemany(self, sql: str, rows: Sequence[Row]) -> None:
         """Run a statement once per row on the writer's connection."""
 
     @abstractmethod
@@ -68,42 +66,6 @@ class ViewStore(ABC):
     @abstractmethod
     def close(self) -> None:
         """Close every connection."""
-
-    # -- schema -------------------------------------------------------------------------------
-
-    def setup(self) -> None:
-        j = self.json_type
-        with self.lock, self._write_transaction():
-            self._execute(
-                "CREATE TABLE IF NOT EXISTS planledger_tracking "
-                "(projection TEXT PRIMARY KEY, position BIGINT NOT NULL)"
-            )
-            self._execute(
-                "CREATE TABLE IF NOT EXISTS planledger_plan_views (session_id TEXT PRIMARY KEY, "
-                f"position BIGINT NOT NULL, revision BIGINT NOT NULL, view {j} NOT NULL)"
-            )
-            self._execute(
-                "CREATE TABLE IF NOT EXISTS planledger_plan_history (session_id TEXT NOT NULL, "
-                "position BIGINT NOT NULL, notification_id BIGINT NOT NULL, kind TEXT NOT NULL, "
-                f"entry {j} NOT NULL, view {j}, PRIMARY KEY (session_id, position))"
-            )
-            self._execute(
-                "CREATE INDEX IF NOT EXISTS planledger_plan_history_feed "
-                "ON planledger_plan_history (session_id, notification_id)"
-            )
-            self._execute(
-                "CREATE INDEX IF NOT EXISTS planledger_plan_history_store "
-                "ON planledger_plan_history (notification_id)"
-            )
-            self._execute(
-                "CREATE TABLE IF NOT EXISTS planledger_sessions (session_id TEXT PRIMARY KEY, "
-                "mode TEXT NOT NULL, opened_at TEXT NOT NULL, updated_at TEXT NOT NULL)"
-            )
-            self._execute(
-                "INSERT INTO planledger_tracking (projection, position) "
-                f"VALUES ({self.placeholder}, 0) ON CONFLICT (projection) DO NOTHING",
-                (VIEWS,),
-            )
 
     def reset(self) -> None:
         """Forget every view and position (the start of a rebuild)."""
@@ -128,66 +90,58 @@ class ViewStore(ABC):
             rows = self._execute(f"SELECT MAX({self.id_column}) FROM {self.events_table}")
         return int(rows[0][0] or 0)
 
-    def load_views(self, session_ids: Sequence[str]) -> dict[str, PlanView]:
+    def mark_corrupt(self, session_id: str, mark: CorruptMark) -> None:
+        """Record that the session's history breaks a rule (found by verify)."""
+        p = self.placeholder
+        with self.lock, self._write_transaction():
+            self._execute(
+                f"UPDATE planledger_plan_views SET corrupt = {p} WHERE session_id = {p}",
+                (mark.model_dump_json(), session_id),
+            )
+
+    def status(self) -> tuple[int, int]:
+        """(position the views have reached, last store position): equal when up to date."""
+        rows = self._query(
+            "SELECT (SELECT position FROM planledger_tracking WHERE projection = 'views'), "
+            f"(SELECT MAX({self.id_column}) FROM {self.events_table})"
+        )
+        return int(rows[0][0] or 0), int(rows[0][1] or 0)
+
+    def load_views(self, session_ids: Sequence[str]) -> dict[str, LoadedView]:
         if not session_ids:
             return {}
         marks = ", ".join([self.placeholder] * len(session_ids))
         with self.lock:
             rows = self._execute(
-                f"SELECT session_id, view FROM planledger_plan_views WHERE session_id IN ({marks})",
+                "SELECT session_id, version, view, corrupt FROM planledger_plan_views "
+                f"WHERE session_id IN ({marks})",
                 list(session_ids),
             )
-        return {row[0]: PlanView.model_validate(_json(row[1])) for row in rows}
+        return {
+            row[0]: LoadedView(
+                int(row[1]), PlanView.model_validate(_json(row[2])), row[3] is not None
+            )
+            for row in rows
+        }
 
     def write_batch(
         self,
         expected_position: int,
         new_position: int,
-        views: dict[str, tuple[int, PlanView]],
-        history: Sequence[HistoryRow],
-        sessions: Sequence[SessionRow] = (),
+        changes: ViewChanges,
+        positions: dict[tuple[str, int], int],
     ) -> None:
-        """Views, history rows and the new tracking position, in one transaction.
+        """View rows, history rows and the new tracking position, in one transaction.
 
         StaleBatch if the tracking position is no longer `expected_position`.
         """
         p = self.placeholder
+        rows = rows_of(changes, lambda aggregate, version: positions.get((aggregate, version)))
         with self.lock, self._write_transaction():
             current = self._locked_position(VIEWS)
             if current != expected_position:
                 raise StaleBatch(f"views are at {current}, batch expected {expected_position}")
-            if views:
-                self._executemany(
-                    "INSERT INTO planledger_plan_views (session_id, position, revision, view) "
-                    f"VALUES ({p}, {p}, {p}, {p}) ON CONFLICT (session_id) DO UPDATE SET "
-                    "position = excluded.position, revision = excluded.revision, "
-                    "view = excluded.view",
-                    [
-                        (sid, pos, view.revision, view.model_dump_json())
-                        for sid, (pos, view) in views.items()
-                    ],
-                )
-            if history:
-                self._insert_history(
-                    [
-                        (
-                            r.session_id,
-                            r.entry.position,
-                            r.notification_id,
-                            r.entry.kind,
-                            _entry_json(r.entry),
-                            r.view.model_dump_json() if r.view is not None else None,
-                        )
-                        for r in history
-                    ]
-                )
-            if sessions:
-                self._executemany(
-                    "INSERT INTO planledger_sessions (session_id, mode, opened_at, updated_at) "
-                    f"VALUES ({p}, {p}, {p}, {p}) ON CONFLICT (session_id) DO UPDATE SET "
-                    "mode = excluded.mode, updated_at = excluded.updated_at",
-                    [(s.session_id, s.mode, s.at.isoformat(), s.at.isoformat()) for s in sessions],
-                )
+            write_rows(self._executemany, rows, p)
             self._execute(
                 f"UPDATE planledger_tracking SET position = {p} WHERE projection = {p}",
                 (new_position, VIEWS),
@@ -201,15 +155,6 @@ class ViewStore(ABC):
                 "ON CONFLICT (projection) DO UPDATE SET position = excluded.position",
                 (name, position),
             )
-
-    def _insert_history(self, rows: Sequence[HistoryValues]) -> None:
-        p = self.placeholder
-        self._executemany(
-            "INSERT INTO planledger_plan_history "
-            "(session_id, position, notification_id, kind, entry, view) "
-            f"VALUES ({p}, {p}, {p}, {p}, {p}, {p})",
-            rows,
-        )
 
     def _locked_position(self, name: str) -> int:
         rows = self._execute(
@@ -225,17 +170,37 @@ class ViewStore(ABC):
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run a read on a connection of the calling thread's own (never the writer's)."""
 
-    def plan_view(self, session_id: str) -> PlanView | None:
+    def plan_view(self, session_id: str) -> tuple[PlanView, CorruptMark | None] | None:
+        """The session's plan view, and the rule its history broke if it is corrupt."""
         rows = self._query(
-            "SELECT view FROM planledger_plan_views WHERE session_id = " + self.placeholder,
+            "SELECT view, corrupt FROM planledger_plan_views WHERE session_id = "
+            + self.placeholder,
             (session_id,),
+        )
+        if not rows:
+            return None
+        corrupt = CorruptMark.model_validate(_json(rows[0][1])) if rows[0][1] else None
+        return PlanView.model_validate(_json(rows[0][0])), corrupt
+
+    def plan_at(self, session_id: str, revision: int) -> PlanView | None:
+        """The plan as commit `revision` left it (0: as the plan was created)."""
+        p = self.placeholder
+        if revision == 0:
+            rows = self._query(
+                f"SELECT opened_at FROM planledger_sessions WHERE session_id = {p}", (session_id,)
+            )
+            return empty_view(session_id, rows[0][0]) if rows else None
+        rows = self._query(
+            "SELECT view FROM planledger_plan_history WHERE session_id = "
+            f"{p} AND revision = {p} AND kind = 'committed'",
+            (session_id, revision),
         )
         return PlanView.model_validate(_json(rows[0][0])) if rows else None
 
     def views_changed_after(self, position: int) -> list[tuple[str, PlanView]]:
         rows = self._query(
-            "SELECT session_id, view FROM planledger_plan_views WHERE position > "
-            + self.placeholder,
+            "SELECT session_id, view FROM planledger_plan_views WHERE corrupt IS NULL "
+            f"AND position > {self.placeholder}",
             (position,),
         )
         return [(row[0], PlanView.model_validate(_json(row[1]))) for row in rows]
@@ -295,25 +260,6 @@ class ViewStore(ABC):
         items.sort(key=lambda item: (item.updated_at, item.session_id), reverse=True)
         return SessionList(sessions=items)
 
-    def history_after(
-        self, session_id: str, notification_id: int, limit: int = 500
-    ) -> list[tuple[int, HistoryEntry, PlanView | None]]:
-        """Entries of one session after a notification id, in order (for live feeds)."""
-        p = self.placeholder
-        rows = self._query(
-            "SELECT notification_id, entry, view FROM planledger_plan_history "
-            f"WHERE session_id = {p} AND notification_id > {p} ORDER BY notification_id LIMIT {p}",
-            (session_id, notification_id, limit),
-        )
-        return [
-            (
-                int(row[0]),
-                HistoryEntry.model_validate(_json(row[1])),
-                PlanView.model_validate(_json(row[2])) if row[2] is not None else None,
-            )
-            for row in rows
-        ]
-
 
 def _notifications(rows: Sequence[tuple[Any, ...]]) -> list[Notification]:
     """(id, originator_id, originator_version, topic, state) rows as library notifications."""
@@ -334,15 +280,7 @@ class PostgresViewStore(ViewStore):
         super().__init__(database)
         env = database.env
         self.schema = env.get("POSTGRES_SCHEMA", "public")
-        self.conninfo = psycopg.conninfo.make_conninfo(
-            host=env["POSTGRES_HOST"],
-            port=env["POSTGRES_PORT"],
-            dbname=env["POSTGRES_DBNAME"],
-            user=env["POSTGRES_USER"],
-            password=env["POSTGRES_PASSWORD"] or None,
-            connect_timeout=env.get("POSTGRES_CONNECT_TIMEOUT", "5"),
-            options=f"-c search_path={self.schema}",
-        )
+        self.conninfo = postgres_conninfo(database)
         self.events_table = f'"{self.schema}".planledger_events'
         self.channel = "planledger_events"  # the library NOTIFYs this channel on every insert
         self.conn = psycopg.connect(self.conninfo, autocommit=True)
@@ -357,33 +295,21 @@ class PostgresViewStore(ViewStore):
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self.readers.connection() as conn:
-            return conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
+            return conn.execute(sql, params).fetchall()
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self.conn.cursor() as cursor:
-            cursor.execute(sql, params)  # type: ignore[arg-type]
+            cursor.execute(sql, params)
             return cursor.fetchall() if cursor.description else []
 
     def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with self.conn.cursor() as cursor:
-            cursor.executemany(sql, rows)  # type: ignore[arg-type]
+            cursor.executemany(sql, rows)
 
     @contextmanager
     def _write_transaction(self) -> Iterator[None]:
         with self.conn.transaction():
             yield
-
-    def _insert_history(self, rows: Sequence[HistoryValues]) -> None:
-        # COPY: several times cheaper than row-by-row INSERTs when a rebuild writes 100k rows.
-        with (
-            self.conn.cursor() as cursor,
-            cursor.copy(
-                "COPY planledger_plan_history "
-                "(session_id, position, notification_id, kind, entry, view) FROM STDIN"
-            ) as copy,
-        ):
-            for row in rows:
-                copy.write_row(row)
 
     def read_notifications(self, after: int, limit: int) -> list[Notification]:
         # SHARE mode waits for every transaction that is still inserting (they hold ROW
@@ -488,8 +414,7 @@ class SqliteViewStore(ViewStore):
 
 
 def open_store(database: DatabaseSettings) -> ViewStore:
-    store: ViewStore = (
-        PostgresViewStore(database) if database.is_postgres else SqliteViewStore(database)
-    )
-    store.setup()
-    return store
+    """The view store of a database whose schema is set up (see planledger.storage.schema)."""
+    if database.is_postgres:
+        return PostgresViewStore(database)
+    return SqliteViewStore(database)

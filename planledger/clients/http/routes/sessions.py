@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 
 from planledger.clients.http.bodies import ModeBody, OpenSessionBody, SessionId
@@ -10,7 +12,7 @@ from planledger.clients.http.errors import ErrorBody
 from planledger.service.results import SessionList, SessionView
 
 router = APIRouter(tags=["sessions"])
-NOT_FOUND = {404: {"model": ErrorBody}}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorBody}}
 
 
 @router.post(
