@@ -17,12 +17,10 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 
-from acp import stdio_streams
-
 from planledger.clients.acp.recording import PlanRecorder, is_plan_update, open_recorder
+from planledger.clients.acp.stdio import LINE_LIMIT, stdio_streams
 from planledger.service import PlanLedger
 
-LINE_LIMIT = 64 * 1024 * 1024
 EXIT_GRACE_SECONDS = 5.0
 PLAN_MARK = b"plan"
 

@@ -35,6 +35,7 @@ from domain.models import Step
 from planledger.clients.acp import messages
 from planledger.clients.acp.errors import request_error
 from planledger.clients.acp.priorities import PriorityBook
+from planledger.clients.acp.stdio import stdio_streams
 from planledger.service import FeedEvent, PlanLedger
 from projections.acp import plan_update
 from projections.shapes import HistoryEntry
@@ -257,6 +258,7 @@ async def serve_viewer(service: PlanLedger) -> None:
     """Serve the viewer on stdin/stdout until the editor closes the connection."""
     viewer = LedgerViewer(service, PriorityBook(service.home, service.database.url))
     try:
-        await run_agent(cast(Agent, viewer))
+        editor_in, editor_out = await stdio_streams()
+        await run_agent(cast(Agent, viewer), editor_out, editor_in)
     finally:
         await viewer.close()
