@@ -380,3 +380,20 @@ def test_the_proxy_exits_with_the_agent_status(
         return process.returncode
 
     assert run(scenario()) == status
+
+
+def test_with_the_ledger_unusable_the_proxy_fails_open(tmp_path: Path, home: Path) -> None:
+    unusable = f"sqlite:///{tmp_path / 'a-file' / 'ledger.sqlite3'}"
+    (tmp_path / "a-file").write_text("not a folder")
+
+    async def scenario() -> tuple[list[list[dict[str, str]]], int | None]:
+        async with proxy(unusable, home) as (conn, process, editor):
+            await initialize(conn)
+            session_id = (await conn.new_session(cwd="/")).session_id
+            assert (await prompt(conn, session_id, "plans")).stop_reason == "end_turn"
+            await wait_until(lambda: len(editor.plans()) == 3)
+        return editor.plans(), process.returncode
+
+    plans, status = run(scenario())
+    assert status == 0
+    assert [e["status"] for e in plans[1]] == ["in_progress", "in_progress"]  # unrecorded
