@@ -372,6 +372,22 @@ def serve(
     uvicorn.run(application, host=host, port=port, log_level="warning", timeout_keep_alive=5)
 
 
+@app.command("acp")
+def acp(
+    agent_command: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[-- AGENT_CMD ...]",
+            help="Proxy this ACP agent, recording its plans; without it, serve ledger sessions.",
+        ),
+    ] = None,
+) -> None:
+    """The ACP agent over stdio, for editors such as Zed (viewer, or proxy with `-- AGENT_CMD`)."""
+    from planledger.clients.acp import run_acp
+
+    raise typer.Exit(run_acp(service, agent_command or []))
+
+
 # -- verification and demo --------------------------------------------------------------------
 
 
