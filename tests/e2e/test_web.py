@@ -19,6 +19,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from planledger.service import open_planledger
 from tests.e2e.test_cli import Cli
 from tests.e2e.test_server import (
     PLAN_1,
@@ -65,10 +66,14 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture(scope="module")
-def web_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def web_database(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return f"sqlite:///{tmp_path_factory.mktemp('web') / 'ledger.sqlite3'}"
+
+
+@pytest.fixture(scope="module")
+def web_server(web_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """One SQLite server for the tests that each work in their own sessions."""
-    home = tmp_path_factory.mktemp("web")
-    with running_server(f"sqlite:///{home / 'ledger.sqlite3'}", home / "home") as server:
+    with running_server(web_database, tmp_path_factory.mktemp("home")) as server:
         yield server
 
 
@@ -245,7 +250,7 @@ def test_a_commit_anywhere_shows_within_a_second_without_reload(
 
 
 def test_slider_shows_older_revisions_and_stays_put(
-    browser: Browser, web_server: Server, api: httpx.Client
+    browser: Browser, web_server: Server, api: httpx.Client, tmp_path: Path
 ) -> None:
     sid = "slider"
     open_session(api, sid)
@@ -278,6 +283,9 @@ def test_slider_shows_older_revisions_and_stays_put(
         expect(revision).to_have_text("1")
         assert view.steps() == expected_steps(PLAN_1)
         assert slider.input_value() == "1"
+        shot = tmp_path / "web-slider.png"
+        page.screenshot(path=str(shot), full_page=True)
+        print(f"screenshot: {shot}")
 
         page.locator('#history button:text-is("revision 2")').click()
         expect(revision).to_have_text("2")
@@ -286,6 +294,26 @@ def test_slider_shows_older_revisions_and_stays_put(
         expect(revision).to_have_text("4")
         wait_for_steps(view, PLAN_4)
         expect(newer).to_be_hidden()
+
+
+def test_a_proposal_shows_pending_until_decided(
+    browser: Browser, web_server: Server, web_database: str, api: httpx.Client
+) -> None:
+    sid = "two-stage"
+    open_session(api, sid)
+    with viewer(browser, web_server) as view, open_planledger(web_database, home=None) as ledger:
+        page = view.page
+        page.goto(f"{web_server.url}/ui/sessions/{sid}")
+        view.wait_live()
+        proposal_id = ledger.propose(sid, PLAN_1, client="harness")  # the Python API, no server
+        pending = page.locator('#history > [data-kind="proposed"].pending')
+        expect(pending).to_have_count(1, timeout=WAIT_MS)
+        expect(pending).to_contain_text("from harness")
+        expect(page.locator("#revision")).to_have_text("0")
+        assert ledger.decide(sid, proposal_id).status == "committed"
+        wait_for_steps(view, PLAN_1)
+        expect(pending).to_have_count(0)
+        assert view.kinds() == ["committed", "proposed"]
 
 
 # -- the token and hostile text ---------------------------------------------------------------
