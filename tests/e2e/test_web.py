@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -45,11 +45,10 @@ LIVE_WITHIN = 1.0  # the spec: a commit anywhere shows within 1 s
 WAIT_MS = 10_000  # how long a wait may take before the test fails (a deadline, not a sleep)
 TOKEN = "web-page-token-0123456789"
 HOSTILE = "<img src=x onerror=alert(1)>"
-PLAN_4 = {
-    "title": "Implement session export",
-    "steps": [{**step, "status": "completed"} for step in PLAN_3["steps"]],
-}
-PLAN_REMOVING_A_STEP = {"title": "Implement session export", "steps": PLAN_1["steps"][:1]}
+TITLE = "Implement session export"
+PLAN_3_STEPS = cast(list[dict[str, str]], PLAN_3["steps"])  # test_server leaves it untyped
+PLAN_4 = {"title": TITLE, "steps": [{**step, "status": "completed"} for step in PLAN_3_STEPS]}
+PLAN_REMOVING_A_STEP = {"title": TITLE, "steps": list(PLAN_1["steps"])[:1]}
 
 
 # -- fixtures ---------------------------------------------------------------------------------
@@ -188,7 +187,7 @@ def test_session_page_markup(
         wait_for_steps(view, PLAN_2)
         page = view.page
         expect(page.locator("#revision")).to_have_text("2")
-        expect(page.locator("#plan-title")).to_have_text(PLAN_2["title"])
+        expect(page.locator("#plan-title")).to_have_text(TITLE)
         assert view.kinds() == [entry["kind"] for entry in reversed(history)]
         rejection = page.locator('#history > [data-kind="rejected"]')
         for violation in rejected["violations"]:
