@@ -52,6 +52,9 @@ def create_app(open_service: Callable[[], PlanLedger], token: str | None = None)
     app.state.token = token
     for router in (sessions.router, plans.router, goals.router, events.router):
         app.include_router(router)
+    from planledger.clients.web import install as install_web_page  # web imports http's parts
+
+    install_web_page(app)
     install_error_handlers(app, MAX_BODY_BYTES)
     _install_docs(app, secured=token is not None)
 
