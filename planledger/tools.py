@@ -31,14 +31,16 @@ Record your plan for the current task in the durable plan ledger (the update_pla
 Call it when you start a task with several steps, and again each time a step starts, finishes \
 or is dropped. Send the complete list every time: a step you leave out is no longer part of the \
 plan; an empty list clears it.
-The ledger commits the list only if all hold:
-- every step has non-blank text (at most {MAX_STEP_TITLE_CHARS} characters);
-- status is pending, in_progress, completed or cancelled;
-- at most one step is in_progress;
-- at most {MAX_STEPS} steps;
-- expected_revision, when given, equals the plan's current revision;
-- no other fields (mode or collaboration_mode are never allowed: only the user switches modes);
-- a plan started with plan_update must keep using plan_update.
+The ledger commits the list only if all hold (violation code in brackets):
+- every step has non-blank text [blank_step_title] of at most {MAX_STEP_TITLE_CHARS} characters \
+[too_long];
+- status is pending, in_progress, completed or cancelled [invalid_status];
+- at most one step is in_progress [multiple_in_progress];
+- at most {MAX_STEPS} steps [too_many_steps];
+- expected_revision, when given, equals the plan's current revision [revision_conflict];
+- no other fields [unknown_field]; mode or collaboration_mode never [mode_change_forbidden]: \
+only the user switches modes;
+- a plan started with plan_update keeps using plan_update [policy_mismatch].
 A refused call changes nothing and lists every violation as `code: message`: fix them all and \
 call again with the whole list."""
 
@@ -47,21 +49,24 @@ Record or update your plan (a title and steps with stable ids) in the durable pl
 (the plan_update form).
 Call it when you start a task with several steps, and again each time a step changes status. \
 Send the complete plan every time.
-The ledger commits it only if all hold:
-1. the title is not blank (at most {MAX_TITLE_CHARS} characters);
-2. every step has a non-blank id (at most {MAX_STEP_ID_CHARS} characters of A-Za-z0-9._-) and \
-title (at most {MAX_STEP_TITLE_CHARS} characters);
-3. step ids are unique;
-4. at most one step is in_progress;
-5. while any step is pending, exactly one is in_progress;
-6. a fully completed plan has no step in_progress (never invent an active step);
-7. every step id of an earlier revision is still present (retitle, reorder or add freely);
-8. a completed step never goes back to pending or in_progress;
-9. status is pending, in_progress or completed (no blocked, no cancelled);
-10. expected_revision, when given, equals the plan's current revision;
-also: at most {MAX_STEPS} steps; goal_id, when given, names a goal of the session; no other fields \
-(mode or collaboration_mode are never allowed: only the user switches modes); a plan started \
-with update_plan must keep using update_plan.
+The ledger commits it only if all hold (violation code in brackets):
+1. the title is not blank [blank_title];
+2. every step has a non-blank id and title [blank_step_id, blank_step_title];
+3. step ids are unique [duplicate_step_id];
+4. at most one step is in_progress [multiple_in_progress];
+5. while any step is pending, exactly one is in_progress [no_step_in_progress];
+6. a fully completed plan has no step in_progress: never invent an active step;
+7. every step id of an earlier revision is still present [step_removed] (retitle, reorder or \
+add steps freely);
+8. a completed step never goes back to pending or in_progress [completed_step_reopened];
+9. status is pending, in_progress or completed [invalid_status]: no blocked, no cancelled;
+10. expected_revision, when given, equals the plan's current revision [revision_conflict].
+Also: title at most {MAX_TITLE_CHARS} characters, step title at most {MAX_STEP_TITLE_CHARS} \
+[too_long]; step id at most {MAX_STEP_ID_CHARS} characters of A-Za-z0-9._- [invalid_step_id]; \
+at most {MAX_STEPS} steps [too_many_steps]; goal_id, when given, names a goal of the session \
+[unknown_goal]; no other fields [unknown_field]; mode or collaboration_mode never \
+[mode_change_forbidden]: only the user switches modes; a plan started with update_plan keeps \
+using update_plan [policy_mismatch].
 A refused call changes nothing and lists every violation as `code: message`: fix them all and \
 call again."""
 

@@ -37,12 +37,17 @@ def plan_uri(session_id: str) -> str:
 
 
 class PlanSubscriptions:
-    """Who subscribed to which plan, and the feed task that tells them of each change."""
+    """Which plans the client subscribed to, and the feed task that tells it of each change.
+
+    stdio serves one client, so the subscriptions are a set of session ids, and notifications
+    go out through the client's connection (reached via the session of its latest subscribe).
+    """
 
     def __init__(self, service: PlanLedger, bus: InMemorySubscriptionBus) -> None:
         self.service = service
         self.bus = bus
-        self.subscribers: dict[str, set[ServerSession]] = {}
+        self.subscribed: set[str] = set()
+        self.client: ServerSession | None = None
 
     def register(self, server: MCPServer) -> None:
         """Serve the resource template and the handshake-era subscribe/unsubscribe requests."""
@@ -83,14 +88,15 @@ class PlanSubscriptions:
             await anyio.to_thread.run_sync(self.service.session, session_id)
         except LedgerError as error:
             raise MCPError(INVALID_PARAMS, f"{error.code}: {error.message}") from None
-        self.subscribers.setdefault(session_id, set()).add(ctx.session)
+        self.subscribed.add(session_id)
+        self.client = ctx.session
         return EmptyResult()
 
     async def unsubscribe(
         self, ctx: ServerRequestContext, params: UnsubscribeRequestParams
     ) -> EmptyResult:
         session_id = self.session_of(str(params.uri))
-        self.subscribers.get(session_id, set()).discard(ctx.session)
+        self.subscribed.discard(session_id)
         return EmptyResult()
 
     @staticmethod
@@ -103,11 +109,11 @@ class PlanSubscriptions:
         """Tell every subscriber of the session (and every listen stream) its plan changed."""
         uri = plan_uri(session_id)
         await self.bus.publish(ResourceUpdated(uri=uri))
-        for session in list(self.subscribers.get(session_id, ())):
+        if self.client is not None and session_id in self.subscribed:
             try:
-                await session.send_resource_updated(uri)
-            except Exception:  # that client went away: forget it
-                self.subscribers[session_id].discard(session)
+                await self.client.send_resource_updated(uri)
+            except Exception:  # the client went away
+                self.client = None
 
     async def start_position(self) -> int:
         """The store position now (waiting for the database if it is down)."""
