@@ -20,7 +20,7 @@ from mcp.types import CallToolResult, ResourceUpdatedNotification, TextResourceC
 
 from tests.e2e.test_cli import Cli, planledger_command
 
-pytestmark = pytest.mark.filterwarnings("ignore:resources/.*subscribe:DeprecationWarning")
+pytestmark = pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
 DEFAULT_SESSION = re.compile(r"^mcp-\d{8}T\d{6}-[0-9a-f]{6}$")
 CODEX_EXAMPLE = {
     "explanation": "optional",
