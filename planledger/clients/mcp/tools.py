@@ -7,6 +7,7 @@ reaches the ledger, which names each violation, instead of failing in a generic 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -22,6 +23,7 @@ from planledger.clients.mcp.session import BadArgument, session_of
 from planledger.service import PlanLedger
 
 CLIENT = "mcp"
+MAX_ARGUMENT_BYTES = 256 * 1024  # as the HTTP server's body limit: 100 steps of 500 characters fit
 SESSION_ID: dict[str, Any] = {
     "type": "string",
     "description": "Optional: the ledger session to use. Leave it out to use this server's "
@@ -66,7 +68,7 @@ def build_tools(service: PlanLedger, default_session: str) -> list[Tool]:
         async def write(arguments: dict[str, Any]) -> CallToolResult:
             session_id = checked_session(arguments, default_session)
             payload = {key: value for key, value in arguments.items() if key != "session_id"}
-            problems = wrong_form(tool, payload)
+            problems = too_large(arguments) or wrong_form(tool, payload)
             if problems:
                 raise results.refusal(problems)
 
@@ -199,6 +201,20 @@ def only(arguments: Mapping[str, Any], allowed: set[str]) -> None:
     ]
     if unknown:
         raise results.refusal(unknown)
+
+
+def too_large(arguments: Mapping[str, Any]) -> list[BadArgument]:
+    """A call too large to be a plan is refused before it is stored."""
+    size = len(json.dumps(arguments, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    if size <= MAX_ARGUMENT_BYTES:
+        return []
+    return [
+        BadArgument(
+            "arguments_too_large",
+            f"The arguments take {size} bytes, more than {MAX_ARGUMENT_BYTES}: a plan says what "
+            "still needs doing in at most 100 short steps; send that, not notes or output.",
+        )
+    ]
 
 
 def wrong_form(tool: str, payload: Mapping[str, Any]) -> list[BadArgument]:
