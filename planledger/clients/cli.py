@@ -387,6 +387,23 @@ def acp(
 
     raise typer.Exit(run_acp(service, agent_command or []))
 
+@app.command("mcp")
+def mcp(
+    session: Annotated[
+        str | None,
+        typer.Option(
+            "--session",
+            metavar="ID",
+            help="Session the tools use when a call names none (opened if missing). "
+            "Default: a new session mcp-<UTC time>-<hex>.",
+        ),
+    ] = None,
+) -> None:
+    """The MCP server on stdio: the plan tools and plan://ID resources, for MCP-speaking agents."""
+    from planledger.clients.mcp import serve_stdio
+
+    serve_stdio(state.database, session)
+
 
 # -- verification and demo --------------------------------------------------------------------
 
