@@ -89,10 +89,10 @@ def summary(report: ImportReport) -> Group:
         widest = max(len(s.session_id) for s in report.sessions)
         table.add_column("session", no_wrap=True, min_width=widest)
         for column in _COUNTS:
-            table.add_column(column, justify="right", no_wrap=True)
-        table.add_column("source", overflow="ellipsis", no_wrap=True)
+            table.add_column(column, justify="right", no_wrap=True, min_width=len(column))
+        table.add_column("source", overflow="ellipsis", no_wrap=True, min_width=12)
         for s in report.sessions:
-            source = s.source + (f" (+{len(s.files) - 1} files)" if len(s.files) > 1 else "")
+            source = Path(s.source).name + (f" +{len(s.files) - 1}" if len(s.files) > 1 else "")
             table.add_row(
                 s.session_id,
                 str(s.calls),
