@@ -42,6 +42,8 @@ def run_import(
         out.print_json(json.dumps(report.model_dump(mode="json")))
     else:
         out.print(summary(report))
+        for error in report.errors:
+            err.print(f"{error.path}:{error.line}: {error.message}", markup=False)
     return EXIT_UNREADABLE if report.errors else 0
 
 
@@ -82,7 +84,7 @@ class _Bar:
 
 
 def summary(report: ImportReport) -> Group:
-    """One row per session, then every unreadable line."""
+    """One row per session, then the totals."""
     parts: list[Table | Text] = []
     if report.sessions:
         table = Table(box=None, pad_edge=False)
@@ -111,8 +113,10 @@ def summary(report: ImportReport) -> Group:
             style="bold",
         )
     )
-    for error in report.errors:
-        parts.append(Text(f"{error.path}:{error.line}: {error.message}", style="red"))
+    if report.errors:
+        parts.append(
+            Text(f"{len(report.errors)} unreadable line(s), listed on stderr", style="red")
+        )
     return Group(*parts)
 
 

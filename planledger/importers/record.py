@@ -34,10 +34,8 @@ def record_session(
 ) -> SessionImport:
     """Record `calls` (already in order, each id once) in `session_id`, skipping the ones it
     already holds, in batches of BATCH_SIZE calls a transaction. LedgerError (an invalid
-    session or call id, a storage failure) propagates; calls already written stay written."""
+    session id, a storage failure) propagates; calls already written stay written."""
     validate_id(session_id)
-    for call in calls:
-        validate_id(call.call_id, "call id")
     known = recorded_ids(service, session_id)
     result = SessionImport(
         session_id=session_id,

@@ -6,7 +6,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from domain.errors import ErrorKind, LedgerError
+from domain.errors import ErrorKind, InvalidId, LedgerError
+from domain.ids import validate_id
 from planledger.importers.calls import PlanCall, group_by_session, in_record_order
 from planledger.importers.claude import read_claude
 from planledger.importers.codex import read_codex
@@ -47,7 +48,7 @@ def import_paths(
 
     found: list[PlanCall] = []
     for path in files:
-        found += reader(path, report.errors, advance)
+        found += _with_valid_ids(reader(path, report.errors, advance), report.errors)
     for session_id, calls in sorted(group_by_session(found).items()):
         ordered = in_record_order(calls)
         try:
@@ -64,6 +65,19 @@ def import_paths(
                 )
             )
     return report
+
+
+def _with_valid_ids(calls: list[PlanCall], errors: list[LineError]) -> list[PlanCall]:
+    """The calls whose id can be a proposal id; each other one is reported."""
+    valid = []
+    for call in calls:
+        try:
+            validate_id(call.call_id, "call id")
+        except InvalidId as error:
+            errors.append(LineError(path=call.path, line=call.line, message=str(error)))
+        else:
+            valid.append(call)
+    return valid
 
 
 def _size(path: Path) -> int:

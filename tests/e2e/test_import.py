@@ -198,7 +198,8 @@ def test_damaged_files_are_reported_and_the_rest_imported(db_cli: Cli, tmp_path:
     assert counts(cut) == {"claude-d88bceb6-bb3a-4ae8-9405-d67d19950a46": (3, 3, 0, 0)}
     human = db_cli("import", "codex", str(path))
     assert human.returncode == 2
-    assert f"{path}:6: update_plan call c: arguments are not JSON" in human.stdout
+    assert f"{path}:6: update_plan call c: arguments are not JSON" in human.stderr
+    assert "codex-0199-damaged" in human.stdout
 
 
 def test_rule_breaking_calls_are_recorded_as_rejected(db_cli: Cli, tmp_path: Path) -> None:
@@ -208,6 +209,7 @@ def test_rule_breaking_calls_are_recorded_as_rejected(db_cli: Cli, tmp_path: Pat
     rollout.update_plan(2, "call_two", two_active)
     rollout.update_plan(3, "call_field", {**plan_args(("Plan", "completed")), "mode": "plan"})
     rollout.update_plan(4, "call_done", plan_args(("Plan", "completed"), ("Build", "completed")))
+    rollout.update_plan(5, "call:colon", plan_args(("Plan", "pending")))  # line 11
     bad_id = Rollout("has a space").update_plan(1, "call_x", plan_args(("Plan", "pending")))
     path = rollout.write(tmp_path / "rules.jsonl")
     bad_path = bad_id.write(tmp_path / "bad-id.jsonl")
@@ -215,8 +217,12 @@ def test_rule_breaking_calls_are_recorded_as_rejected(db_cli: Cli, tmp_path: Pat
     report = run_import(db_cli, "codex", path, bad_path, code=2)
 
     assert counts(report) == {"codex-0199-rules": (4, 2, 2, 0)}
-    assert [(e["path"], e["line"]) for e in report["errors"]] == [(str(bad_path), 3)]
-    assert "invalid session id" in report["errors"][0]["message"]
+    assert [(e["path"], e["line"]) for e in report["errors"]] == [
+        (str(path), 11),
+        (str(bad_path), 3),
+    ]
+    assert "invalid call id 'call:colon'" in report["errors"][0]["message"]
+    assert "invalid session id" in report["errors"][1]["message"]
     rejected = {
         e["proposal_id"]: [v["code"] for v in e["violations"]]
         for e in history(db_cli, "codex-0199-rules")
