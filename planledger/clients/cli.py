@@ -337,10 +337,12 @@ def serve(
 
 @app.command("import")
 def import_sessions(
-    agent: Annotated[AgentChoice, typer.Argument(help="Whose transcripts: codex or claude.")],
+    agent: Annotated[
+        AgentChoice, typer.Argument(metavar="codex|claude", help="Whose transcripts.")
+    ],
     paths: Annotated[
         list[Path],
-        typer.Argument(metavar="PATH...", help="Files, or folders searched for *.jsonl."),
+        typer.Argument(metavar="PATH", help="Files, or folders searched for *.jsonl."),
     ],
     as_json: JsonFlag = False,
 ) -> None:
