@@ -67,6 +67,11 @@ class ModeChoice(StrEnum):
     plan = "plan"
 
 
+class AgentChoice(StrEnum):
+    codex = "codex"
+    claude = "claude"
+
+
 class _State:
     database: str | None = None
     service: PlanLedger | None = None
@@ -387,6 +392,7 @@ def acp(
 
     raise typer.Exit(run_acp(service, agent_command or []))
 
+
 @app.command("mcp")
 def mcp(
     session: Annotated[
@@ -403,6 +409,28 @@ def mcp(
     from planledger.clients.mcp import serve_stdio
 
     serve_stdio(state.database, session)
+
+
+@app.command("import")
+def import_sessions(
+    agent: Annotated[
+        AgentChoice, typer.Argument(metavar="codex|claude", help="Whose transcripts.")
+    ],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(metavar="PATH", help="Files, or folders searched for *.jsonl."),
+    ],
+    as_json: JsonFlag = False,
+) -> None:
+    """Record the plan calls of sessions Codex or Claude Code already ran.
+
+    Exit 0; 2 when some file or line could not be read (the rest is imported).
+    """
+    from planledger.clients.import_command import run_import
+
+    code = run_import(service(), agent.value, paths, as_json=as_json, out=out, err=err)
+    if code:
+        raise typer.Exit(code)
 
 
 # -- verification and demo --------------------------------------------------------------------
