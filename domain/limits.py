@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from domain.errors import InvalidPayload
 
 MAX_DEPTH = 16  # objects and lists nested in one another; a proposal needs 3
-MAX_INTEGER = 2**63 - 1  # a revision or any other number a proposal can sensibly hold
+MAX_INTEGER = 10**100 - 1  # 100 digits: far past any revision, cheap to print and compare
 MAX_PAYLOAD_BYTES = 1024 * 1024  # what an interface reads as one proposal, at most
 MAX_STATUS_CHARS = 32  # longer than any status: bounded like a text, still invalid
 MAX_GOAL_ID_CHARS = 128  # the id bound: a longer goal_id names no goal
@@ -44,9 +44,7 @@ def check_payload(payload: object) -> None:
                 stack.extend((item, depth + 1) for item in value)
         elif isinstance(value, int) and not isinstance(value, bool):
             if abs(value) > MAX_INTEGER:
-                raise InvalidPayload(
-                    f"the proposal holds an integer larger than {MAX_INTEGER} in magnitude"
-                )
+                raise InvalidPayload("the proposal holds an integer of more than 100 digits")
         elif value is not None and not isinstance(value, str | float | bool):
             raise InvalidPayload(
                 f"the proposal holds a {type(value).__name__}; send JSON data only"
