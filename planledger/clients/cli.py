@@ -239,7 +239,8 @@ def plan_update(
     if isinstance(payload, dict) and expected_revision is not None:
         payload = {**payload, "expected_revision": expected_revision}
     decision = service().submit(session_id, payload, client="cli", proposal_id=proposal_id)
-    emit(as_json, decision, render.decision_text(decision))
+    explanation = payload.get("explanation") if isinstance(payload, dict) else None
+    emit(as_json, decision, render.decision_text(decision, explanation))
     if decision.status == "conflict":
         raise typer.Exit(EXIT_CONFLICT)
     if decision.status == "rejected":
