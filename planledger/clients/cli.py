@@ -173,7 +173,7 @@ def _goal_edge(edge: str, doc: str) -> None:
 _goal_edge("complete", "Complete an active goal (exit 3 if it is not active).")
 _goal_edge("block", "Block an active goal (exit 3 if it is not active).")
 _goal_edge("resume", "Resume a blocked goal (exit 3 if it is not blocked).")
-_goal_edge("cancel", "Cancel an active goal (exit 3 if it is not active).")
+_goal_edge("cancel", "Cancel an active or blocked goal (exit 3 if it is neither).")
 
 
 # -- plans ------------------------------------------------------------------------------------
