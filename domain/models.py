@@ -21,7 +21,7 @@ class Form(StrEnum):
 
 
 class Policy(StrEnum):
-    """The rule set a plan is held to; fixed by its first proposal."""
+    """The rule set a plan is held to; fixed by its first committed proposal."""
 
     STRICT = "strict"
     REPLACE = "replace"

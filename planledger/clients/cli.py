@@ -16,6 +16,8 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from domain.errors import ErrorKind, LedgerError
+from domain.limits import MAX_PAYLOAD_BYTES
+from domain.models import MAX_STEPS
 from domain.session import Mode
 from planledger.clients import render
 from planledger.service import PlanLedger, open_planledger
@@ -177,22 +179,38 @@ def _goal_edge(edge: str, doc: str) -> None:
 _goal_edge("complete", "Complete an active goal (exit 3 if it is not active).")
 _goal_edge("block", "Block an active goal (exit 3 if it is not active).")
 _goal_edge("resume", "Resume a blocked goal (exit 3 if it is not blocked).")
-_goal_edge("cancel", "Cancel an active goal (exit 3 if it is not active).")
+_goal_edge("cancel", "Cancel an active or blocked goal (exit 3 if it is neither).")
 
 
 # -- plans ------------------------------------------------------------------------------------
 
 
 def read_payload(source: str) -> Any:
+    """The JSON in FILE or on standard input (`-`). Input past MAX_PAYLOAD_BYTES, or JSON that
+    cannot be read (nested too deep, an integer too long) is invalid input (exit 2): it is
+    refused before it is parsed, never a crash."""
+    where = "standard input" if source == "-" else source
     try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+        if source == "-":
+            data = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
+        else:
+            with Path(source).open("rb") as file:
+                data = file.read(MAX_PAYLOAD_BYTES + 1)
+        if len(data) > MAX_PAYLOAD_BYTES:
+            raise InvalidInput(
+                f"{where} is larger than {MAX_PAYLOAD_BYTES} bytes; a plan is at most "
+                f"{MAX_STEPS} short steps"
+            )
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise InvalidInput(f"cannot read {source!r}: {error}") from None
     try:
         return json.loads(text)
-    except json.JSONDecodeError as error:
-        where = "standard input" if source == "-" else source
-        raise InvalidInput(f"{where} is not JSON: {error}") from None
+    except RecursionError:
+        raise InvalidInput(f"{where} nests objects or lists too deep to read") from None
+    except ValueError as error:  # JSONDecodeError, or an integer past Python's digit limit
+        reason = str(error).split(";")[0]
+        raise InvalidInput(f"{where} is not JSON a plan can hold: {reason}") from None
 
 
 @plan_app.command("update")
@@ -227,7 +245,8 @@ def plan_update(
     if isinstance(payload, dict) and expected_revision is not None:
         payload = {**payload, "expected_revision": expected_revision}
     decision = service().submit(session_id, payload, client="cli", proposal_id=proposal_id)
-    emit(as_json, decision, render.decision_text(decision))
+    explanation = payload.get("explanation") if isinstance(payload, dict) else None
+    emit(as_json, decision, render.decision_text(decision, explanation))
     if decision.status == "conflict":
         raise typer.Exit(EXIT_CONFLICT)
     if decision.status == "rejected":

@@ -921,6 +921,13 @@ def bad_requests() -> list[tuple[str, str, str, dict[str, Any], int | None]]:
             {"content": b'{"expected_revision": 1' + b"0" * 5000 + b"}", **raw},
             None,
         ),
+        (
+            "plan: 600 deep (1.2 KB)",
+            "POST",
+            plan,
+            {"content": b'{"plan": [], "notes": ' + b"[" * 600 + b"]" * 600 + b"}", **raw},
+            422,
+        ),
         ("plan: proposal_id type", "POST", plan, {"json": {**PLAN_2, "proposal_id": 5}}, 422),
         ("plan: proposal_id path", "POST", plan, {"json": {**PLAN_2, "proposal_id": "../x"}}, 422),
         ("plan: goal_id type", "POST", plan, {"json": {**PLAN_2, "goal_id": ["g"]}}, 422),
