@@ -148,7 +148,6 @@ def apply_plan_event(
                 f"proposal {event.proposal_id!r} was recorded while "
                 f"{view.pending_proposal.proposal_id!r} was undecided",
             )
-        policy = view.policy or (POLICY_OF_FORM.get(event.form) if event.form else None)
         pending = PendingProposalView(
             proposal_id=event.proposal_id,
             form=event.form,
@@ -165,7 +164,7 @@ def apply_plan_event(
             client=event.client,
             expected_revision=event.expected_revision,
         )
-        update: dict[str, Any] = {"policy": policy, "pending_proposal": pending, "updated_at": at}
+        update: dict[str, Any] = {"pending_proposal": pending, "updated_at": at}
         return view.model_copy(update=update), entry
     if isinstance(event, Plan.PlanCommitted):
         pending = _require_pending(view, session_id, position, event.proposal_id)
@@ -185,8 +184,21 @@ def apply_plan_event(
                 f"a commit expected revision {pending.expected_revision}, the plan was at "
                 f"{view.revision}",
             )
+        if pending.form is None:
+            raise CorruptHistory(
+                session_id, position, "missing_form", "a commit of a proposal without a form"
+            )
+        # The first commit fixes the policy; a proposal in the other form never commits.
+        policy = view.policy or POLICY_OF_FORM[pending.form]
+        if POLICY_OF_FORM[pending.form] != policy:
+            raise CorruptHistory(
+                session_id,
+                position,
+                "policy_mismatch",
+                f"a {pending.form} proposal was committed to a {policy} plan",
+            )
         before = PlanSnapshot(title=view.title, steps=tuple(view.steps)) if view.revision else None
-        check_commit(view, session_id, position, event.revision, before, snapshot)
+        check_commit(policy, view.revision, session_id, position, event.revision, before, snapshot)
         transitions = [
             Transition.model_validate({"step_id": step_id, "from": old, "to": new})
             for step_id, old, new in rules.step_transitions(before, snapshot)
@@ -201,6 +213,7 @@ def apply_plan_event(
         )
         update = {
             "revision": event.revision,
+            "policy": policy,
             "title": snapshot.title,
             "goal_id": snapshot.goal_id,
             "steps": list(snapshot.steps),
@@ -235,7 +248,8 @@ def apply_plan_event(
 
 
 def check_commit(
-    view: PlanView,
+    policy_name: str,
+    current_revision: int,
     session_id: str,
     position: int,
     revision: int,
@@ -244,14 +258,14 @@ def check_commit(
 ) -> None:
     """The rules replay re-checks on a commit, from what the view knows (the domain's own
     functions): the revision sequence, the snapshot's rules and the transition's rules."""
-    if revision != view.revision + 1:
+    if revision != current_revision + 1:
         raise CorruptHistory(
             session_id,
             position,
             "revision_sequence",
-            f"commit says revision {revision} but follows revision {view.revision}",
+            f"commit says revision {revision} but follows revision {current_revision}",
         )
-    policy = Policy(view.policy or Policy.STRICT)
+    policy = Policy(policy_name)
     # Under the strict policy no accepted step is ever removed, so the accepted ids are the
     # ids of the previous snapshot.
     accepted = [step.id for step in before.steps] if before else []
