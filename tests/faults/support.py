@@ -156,11 +156,14 @@ def wait_until(
 # -- servers ---------------------------------------------------------------------------------
 
 
-def spawn_server(database: str, home: Path, **env: str) -> Server:
-    """`planledger --database URL serve --port P` on a free loopback port (not waited for)."""
-    home.mkdir(parents=True, exist_ok=True)
+def spawn_server(database: str, home: Path, logs: Path | None = None, **env: str) -> Server:
+    """`planledger --database URL serve --port P` on a free loopback port (not waited for);
+    its output goes to a file in `logs` (default: `home`, created if need be)."""
+    if logs is None:
+        home.mkdir(parents=True, exist_ok=True)
+    logs = logs or home
     port = free_port()
-    log = home / f"serve-{port}-{uuid.uuid4().hex[:6]}.log"
+    log = logs / f"serve-{port}-{uuid.uuid4().hex[:6]}.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(
             [planledger_command(), "--database", database, "serve", "--port", str(port)],
