@@ -66,6 +66,11 @@ class ModeChoice(StrEnum):
     plan = "plan"
 
 
+class AgentChoice(StrEnum):
+    codex = "codex"
+    claude = "claude"
+
+
 class _State:
     database: str | None = None
     service: PlanLedger | None = None
@@ -328,6 +333,26 @@ def serve(
             markup=False,
         )
     uvicorn.run(application, host=host, port=port, log_level="warning", timeout_keep_alive=5)
+
+
+@app.command("import")
+def import_sessions(
+    agent: Annotated[AgentChoice, typer.Argument(help="Whose transcripts: codex or claude.")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(metavar="PATH...", help="Files, or folders searched for *.jsonl."),
+    ],
+    as_json: JsonFlag = False,
+) -> None:
+    """Record the plan calls of sessions Codex or Claude Code already ran.
+
+    Exit 0; 2 when some file or line could not be read (the rest is imported).
+    """
+    from planledger.clients.import_command import run_import
+
+    code = run_import(service(), agent.value, paths, as_json=as_json, out=out, err=err)
+    if code:
+        raise typer.Exit(code)
 
 
 # -- verification and demo --------------------------------------------------------------------
