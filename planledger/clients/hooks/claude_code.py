@@ -13,35 +13,36 @@ from planledger.clients.hooks.record import (
     ledger_session,
     plan_context,
     refusal,
+    session_start_answer,
     submit_steps,
     text_field,
     todo_steps,
 )
-from planledger.clients.hooks.runner import Answer, Event, LazyService
+from planledger.clients.hooks.runner import Answer, Event, HookContext
 
 TOOL = "TodoWrite"
+DEADLINE_SECONDS = 8.0  # under the 10 s timeout `hooks install` sets
 PREFIX = "claude"
 CLIENT = "hook:claude-code"
 REINJECT_SOURCES = frozenset({"compact", "resume"})
 
 
-def handle(event: Event, service: LazyService) -> Answer:
+def handle(event: Event, context: HookContext) -> Answer:
     name = event.get("hook_event_name")
     if name in ("PreToolUse", "PostToolUse") and event.get("tool_name") == TOOL:
-        return todo_write(event, service, before=name == "PreToolUse")
+        return todo_write(event, context, before=name == "PreToolUse")
     if name == "SessionStart" and event.get("source") in REINJECT_SOURCES:
-        text = plan_context(service(), ledger_session(PREFIX, event))
-        if text is None:
-            return None
-        return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+        return session_start_answer(plan_context(context.service(), ledger_session(PREFIX, event)))
     return None
 
 
-def todo_write(event: Event, service: LazyService, *, before: bool) -> Answer:
+def todo_write(event: Event, context: HookContext, *, before: bool) -> Answer:
     session_id = ledger_session(PREFIX, event)
     steps = todo_steps(event.get("tool_input"), "content")
     proposal_id = text_field(event, "tool_use_id")
-    decision = submit_steps(service(), session_id, steps, client=CLIENT, proposal_id=proposal_id)
+    decision = submit_steps(
+        context.service(), session_id, steps, client=CLIENT, proposal_id=proposal_id
+    )
     if not before or decision.status != "rejected":
         return None
     return {

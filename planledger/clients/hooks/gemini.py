@@ -9,27 +9,33 @@
 
 from __future__ import annotations
 
-from planledger.clients.hooks.record import ledger_session, plan_context, refusal, submit_steps
-from planledger.clients.hooks.record import todo_steps
-from planledger.clients.hooks.runner import Answer, Event, LazyService
+from planledger.clients.hooks.record import (
+    ledger_session,
+    plan_context,
+    refusal,
+    session_start_answer,
+    submit_steps,
+    todo_steps,
+)
+from planledger.clients.hooks.runner import Answer, Event, HookContext
 
 TOOL = "write_todos"
+DEADLINE_SECONDS = 8.0  # under the 10 s timeout `hooks install` sets
 PREFIX = "gemini"
 CLIENT = "hook:gemini"
 
 
-def handle(event: Event, service: LazyService) -> Answer:
+def handle(event: Event, context: HookContext) -> Answer:
     name = event.get("hook_event_name")
     if name == "BeforeTool" and event.get("tool_name") == TOOL:
         steps = todo_steps(event.get("tool_input"), "description")
         session_id = ledger_session(PREFIX, event)
-        decision = submit_steps(service(), session_id, steps, client=CLIENT, proposal_id=None)
+        decision = submit_steps(
+            context.service(), session_id, steps, client=CLIENT, proposal_id=None
+        )
         if decision.status == "rejected":
             return {"decision": "deny", "reason": refusal(decision, TOOL)}
         return None
     if name == "SessionStart" and event.get("source") == "resume":
-        text = plan_context(service(), ledger_session(PREFIX, event))
-        if text is None:
-            return None
-        return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+        return session_start_answer(plan_context(context.service(), ledger_session(PREFIX, event)))
     return None

@@ -81,3 +81,10 @@ def plan_context(service: PlanLedger, session_id: str) -> str | None:
     if snapshot.state == "unreadable":
         raise LedgerError(f"the plan of {session_id!r} is unreadable: {snapshot.error}")
     return snapshot.text if snapshot.state == "present" else None
+
+
+def session_start_answer(text: str | None) -> dict[str, Any] | None:
+    """`SessionStart`'s answer putting `text` back into the model's context (None: nothing)."""
+    if text is None:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
+
+from planledger.clients.hooks.guard import DEADLINE_ENV, Deadline, check_reachable, deadline_seconds
 
 if TYPE_CHECKING:
     from planledger.service import PlanLedger
@@ -29,19 +32,25 @@ class HookInputError(ValueError):
     """The event on stdin is not what the agent's hook protocol sends."""
 
 
-class LazyService:
-    """The service, opened on first call only: ignored events never touch the database."""
+class HookContext:
+    """What a handler gets beside the event: the service, opened on first use only (ignored
+    events never touch the database), and a place for warnings that do not stop the answer."""
 
     def __init__(self, database: str | None) -> None:
         self.database = database
+        self.warnings: list[str] = []
         self._service: PlanLedger | None = None
 
-    def __call__(self) -> PlanLedger:
+    def service(self) -> PlanLedger:
         if self._service is None:
             from planledger.service import open_planledger
 
+            check_reachable(self.database)
             self._service = open_planledger(self.database)
         return self._service
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
 
     def close(self) -> None:
         if self._service is not None:
@@ -49,7 +58,7 @@ class LazyService:
             service.close()
 
 
-Handler = Callable[[Event, LazyService], Answer]
+Handler = Callable[[Event, HookContext], Answer]
 
 
 def read_event(stream: TextIO) -> Event:
@@ -78,21 +87,37 @@ def run_hook(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
-    """Handle one event for `agent`; always returns 0 (the exit code)."""
+    """Handle one event for `agent`; always returns 0 (the exit code).
+
+    The agent module gives `handle(event, context)` and `DEADLINE_SECONDS`, the time after which
+    the hook gives up (PLANLEDGER_HOOK_DEADLINE overrides it)."""
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
-    service = LazyService(database)
+
+    def give_up(seconds: float) -> None:
+        stderr.write(
+            f"planledger hook {agent}: gave up after {seconds:g} s without an answer; the agent "
+            f"goes on ({DEADLINE_ENV} sets the limit)\n"
+        )
+        stderr.flush()
+        os._exit(0)
+
+    context = HookContext(database)
     try:
-        try:
-            handle: Handler = importlib.import_module(AGENT_MODULES[agent]).handle
-            answer = handle(read_event(stdin), service)
-        finally:
-            service.close()
+        module = importlib.import_module(AGENT_MODULES[agent])
+        handle: Handler = module.handle
+        with Deadline(deadline_seconds(module.DEADLINE_SECONDS), give_up):
+            try:
+                answer = handle(read_event(stdin), context)
+            finally:
+                context.close()
         if answer is not None:
             stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
             stdout.flush()
+        if context.warnings:
+            stderr.write(f"planledger hook {agent}: {'; '.join(context.warnings)[:600]}\n")
     except Exception as error:
         stderr.write(f"planledger hook {agent}: {one_line(error)}\n")
-        stderr.flush()
+    stderr.flush()
     return 0
