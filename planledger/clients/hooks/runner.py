@@ -116,7 +116,8 @@ def run_hook(
             stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
             stdout.flush()
         if context.warnings:
-            stderr.write(f"planledger hook {agent}: {'; '.join(context.warnings)[:600]}\n")
+            warnings = " ".join("; ".join(context.warnings).split())[:600]
+            stderr.write(f"planledger hook {agent}: {warnings}\n")
     except Exception as error:
         stderr.write(f"planledger hook {agent}: {one_line(error)}\n")
     stderr.flush()
