@@ -370,14 +370,17 @@ app.add_typer(hooks_app, name="hooks", no_args_is_help=True)
 
 
 @app.command("hook")
-def hook(agent: HookAgentArg) -> None:
+def hook(
+    agent: Annotated[str, typer.Argument(metavar="AGENT", help="claude-code, gemini or codex.")],
+) -> None:
     """Handle one hook event of the agent (JSON on stdin, its answer on stdout).
 
-    Always exits 0: an internal error is one line on stderr and no answer (fails open).
+    Always exits 0: an internal error, an unknown AGENT included, is one line on stderr and no
+    answer (fails open; an exit 2 would block the agent's tool call).
     """
     from planledger.clients.hooks.runner import run_hook
 
-    run_hook(agent.value, state.database)
+    run_hook(agent, state.database)
 
 
 @hooks_app.command("install")

@@ -126,18 +126,24 @@ def test_resume_of_a_session_without_a_plan_answers_nothing(env: dict[str, str])
 # -- failing open ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "stdin",
-    [
-        "this is not json",
-        '["an", "array"]',
-        '{"hook_event_name": "PreToolUse", '
-        '"tool_name": "TodoWrite", "session_id": "s", "tool_use_id": "t", "tool_input": {}}',
-    ],
-    ids=["garbage", "not-an-object", "no-todos"],
+NO_TODOS = (
+    '{"hook_event_name": "PreToolUse", "tool_name": "TodoWrite", "session_id": "s", '
+    '"tool_use_id": "t", "tool_input": {}}'
 )
-def test_bad_events_fail_open(env: dict[str, str], stdin: str) -> None:
-    one_error_line(run_hook("claude-code", stdin, env))
+
+
+@pytest.mark.parametrize(
+    ("agent", "stdin"),
+    [
+        ("claude-code", "this is not json"),
+        ("claude-code", '["an", "array"]'),
+        ("claude-code", NO_TODOS),
+        ("claude", NO_TODOS),  # a typo in the settings must not block the agent either
+    ],
+    ids=["garbage", "not-an-object", "no-todos", "unknown-agent"],
+)
+def test_bad_events_fail_open(env: dict[str, str], agent: str, stdin: str) -> None:
+    one_error_line(run_hook(agent, stdin, env))
 
 
 def test_a_dead_database_fails_open_quickly(env: dict[str, str]) -> None:

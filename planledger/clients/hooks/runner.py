@@ -105,6 +105,8 @@ def run_hook(
 
     context = HookContext(database)
     try:
+        if agent not in AGENT_MODULES:
+            raise HookInputError(f"unknown agent {agent!r}: use {', '.join(AGENT_MODULES)}")
         module = importlib.import_module(AGENT_MODULES[agent])
         handle: Handler = module.handle
         with Deadline(deadline_seconds(module.DEADLINE_SECONDS), give_up):
