@@ -252,3 +252,19 @@ def test_codex_imports_the_rollout_incrementally_and_reinjects_on_resume(
     }
     assert "Current: Fix it" in answer["hookSpecificOutput"]["additionalContext"]
     assert run_hook("codex", rollout.event("SessionStart", source="startup"), env).silent()
+
+
+def test_claude_records_and_refuses_on_either_database(database_url: str, tmp_path: Path) -> None:
+    env = {"PLANLEDGER_HOME": str(tmp_path / "home"), "PLANLEDGER_DATABASE_URL": database_url}
+    call = todo_calls(TRANSCRIPT)[0]
+    assert run_hook("claude-code", call.event("PreToolUse"), env).silent()
+    wrong = {**call.event("PreToolUse"), "tool_use_id": "toolu_refused"}
+    wrong["tool_input"] = {"todos": [{**t, "status": "in_progress"} for t in call.todos]}
+    reason = run_hook("claude-code", wrong, env).answer()["hookSpecificOutput"]
+    assert "[multiple_in_progress]" in reason["permissionDecisionReason"]
+    with open_planledger(database_url, home=None) as service:
+        entries = service.history(f"claude-{call.session_id}").entries
+    assert [(e.kind, e.proposal_id) for e in entries if e.kind != "proposed"] == [
+        ("committed", call.tool_use_id),
+        ("rejected", "toolu_refused"),
+    ]
