@@ -452,6 +452,66 @@ def import_sessions(
         raise typer.Exit(code)
 
 
+# -- agent hooks ------------------------------------------------------------------------------
+
+
+class HookAgent(StrEnum):
+    claude_code = "claude-code"
+    gemini = "gemini"
+    codex = "codex"
+
+
+HookAgentArg = Annotated[HookAgent, typer.Argument(help="claude-code, gemini or codex.")]
+hooks_app = typer.Typer(help="Install the agent hooks into an agent's settings.")
+app.add_typer(hooks_app, name="hooks", no_args_is_help=True)
+
+
+@app.command("hook")
+def hook(
+    agent: Annotated[str, typer.Argument(metavar="AGENT", help="claude-code, gemini or codex.")],
+) -> None:
+    """Handle one hook event of the agent (JSON on stdin, its answer on stdout).
+
+    Always exits 0: an internal error, an unknown AGENT included, is one line on stderr and no
+    answer (fails open; an exit 2 would block the agent's tool call).
+    """
+    from planledger.clients.hooks.runner import run_hook
+
+    run_hook(agent, state.database)
+
+
+@hooks_app.command("install")
+def hooks_install(
+    agent: HookAgentArg,
+    project: Annotated[
+        Path | None,
+        typer.Option("--project", metavar="DIR", help="The project folder (default: here)."),
+    ] = None,
+    user: Annotated[bool, typer.Option("--user", help="The user's settings in ~.")] = False,
+    print_only: Annotated[
+        bool, typer.Option("--print", help="Print the resulting file; write nothing.")
+    ] = False,
+) -> None:
+    """Merge the agent's hook entries into its settings, keeping everything else.
+
+    Files: .claude/settings.json, .gemini/settings.json, .codex/hooks.json (in the project, or in
+    the home folder with --user). Running it twice changes nothing. Exit 2 on unreadable settings.
+    """
+    from planledger.clients.hooks.install import install
+
+    if project is not None and user:
+        fail("give --project DIR or --user, not both", EXIT_INVALID)
+    result = install(
+        agent.value, project=project, user=user, database=state.database, print_only=print_only
+    )
+    if print_only:
+        typer.echo(result.text, nl=False)
+    elif result.written:
+        typer.echo(f"planledger hooks for {agent.value} written to {result.path}")
+    else:
+        typer.echo(f"planledger hooks for {agent.value} already in {result.path}; nothing changed")
+
+
 # -- verification and demo --------------------------------------------------------------------
 
 
