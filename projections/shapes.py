@@ -76,3 +76,14 @@ class CorruptMark(BaseModel):
     rule: str
     position: int
     message: str
+
+
+class SessionListItem(BaseModel):
+    session_id: str
+    mode: str
+    revision: int
+    updated_at: datetime
+
+
+class SessionList(BaseModel):
+    sessions: list[SessionListItem]

@@ -22,6 +22,7 @@ from domain.session import Mode
 from planledger.clients import render
 from planledger.service import PlanLedger, open_planledger
 from planledger.service.ledger import InvalidInput
+from planledger.storage.errors import unavailable_cause
 from planledger.storage.settings import database_settings
 
 EXIT_FAILED, EXIT_INVALID, EXIT_REJECTED, EXIT_CONFLICT, EXIT_UNAVAILABLE = 1, 2, 3, 4, 5
@@ -101,8 +102,25 @@ def _global(
             "else SQLite at $PLANLEDGER_HOME/ledger.sqlite3.",
         ),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            expose_value=False,
+            callback=lambda shown: print_version() if shown else None,
+            help="Print the version and exit.",
+        ),
+    ] = False,
 ) -> None:
     state.database = database
+
+
+def print_version() -> None:
+    from importlib.metadata import version
+
+    out.print(f"planledger {version('plan-ledger')}")
+    raise typer.Exit(0)
 
 
 def emit(as_json: bool, model: BaseModel | dict[str, Any], human: object) -> None:
@@ -549,15 +567,28 @@ def fail(message: str, code: int) -> NoReturn:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console script entry point."""
+    """Console script entry point: exit codes as the spec gives them, errors on one line."""
+    args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
+    code: int = 0
     try:
-        # Standalone mode: usage errors print and exit 2, typer.Exit sets the code.
-        app(args=argv, prog_name="planledger")
+        result = app(args=args, prog_name="planledger", standalone_mode=False)
+        code = result if isinstance(result, int) else 0
+    except KeyboardInterrupt:
+        fail("interrupted", EXIT_FAILED)
     except LedgerError as error:
         fail(str(error), EXIT_OF_KIND[error.kind])
     except Exception as error:
+        usage = usage_error(error)
+        if usage is not None:
+            fail(usage, EXIT_INVALID)
+        if type(error).__name__ == "Abort":
+            fail("aborted", EXIT_FAILED)
         if os.environ.get("PLANLEDGER_DEBUG"):
             raise
+        cause = unavailable_cause(error)
+        if cause is not None:
+            where = database_settings(state.database).display_url
+            fail(f"storage unavailable ({where}): {cause}; retry later", EXIT_UNAVAILABLE)
         fail(describe_unexpected(error), EXIT_FAILED)
     finally:
         if state.service is not None:
@@ -566,16 +597,44 @@ def main(argv: list[str] | None = None) -> None:
                 closing.close()
             for warning in closing.warnings:
                 err.print(f"planledger: warning: {warning}", markup=False)
+    raise SystemExit(code)
+
+
+def usage_error(error: Exception) -> str | None:
+    """One line for a usage error of the command-line parser (typer's own click)."""
+    format_message = getattr(error, "format_message", None)
+    if format_message is None or not hasattr(error, "exit_code"):
+        return None
+    context = getattr(error, "ctx", None)
+    where = getattr(context, "command_path", None) or "planledger"
+    return f"{format_message() or 'missing command'} (see `{where} --help`)"
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """`--database URL` is global: accepted after the command too (never after `--`)."""
+    hoisted: list[str] = []
+    rest: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            rest += args[index:]
+            break
+        if arg == "--database" and index + 1 < len(args):
+            hoisted += args[index : index + 2]
+            index += 2
+            continue
+        if arg.startswith("--database="):
+            hoisted.append(arg)
+        else:
+            rest.append(arg)
+        index += 1
+    return hoisted + rest
 
 
 def describe_unexpected(error: Exception) -> str:
-    """One line for an error we did not expect, e.g. an unreachable database."""
-    from eventsourcing.persistence import OperationalError, PersistenceError
-
+    """One line for an error we did not expect."""
     first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
-    if isinstance(error, OperationalError | PersistenceError) or "connection" in first_line:
-        where = database_settings(state.database).display_url
-        return f"cannot use the database at {where}: {first_line}"
     return f"{type(error).__name__}: {first_line} (set PLANLEDGER_DEBUG=1 for a traceback)"
 
 

@@ -11,8 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from domain.models import Violation
-from planledger.service.results import Decision, SessionList, SessionView, VerifyReport
-from projections.shapes import History, PlanView
+from planledger.service.results import Decision, SessionView, VerifyReport
+from projections.shapes import History, PlanView, SessionList
 
 MAX_EXPLANATION_SHOWN = 500
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -48,14 +47,3 @@ class VerifyReport(BaseModel):
     ok: bool
     sessions_checked: int
     problems: list[Problem]
-
-
-class SessionListItem(BaseModel):
-    session_id: str
-    mode: str
-    revision: int
-    updated_at: datetime
-
-
-class SessionList(BaseModel):
-    sessions: list[SessionListItem]
