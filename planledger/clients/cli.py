@@ -9,36 +9,32 @@ import sys
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 from pydantic import BaseModel
 from rich.console import Console
 
-from domain.errors import ErrorKind, LedgerError
-from domain.limits import MAX_PAYLOAD_BYTES
-from domain.models import MAX_STEPS
 from domain.session import Mode
 from planledger.clients import render
+from planledger.clients.exits import (
+    EXIT_CONFLICT,
+    EXIT_FAILED,
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_REJECTED,
+    fail,
+    guarded,
+    warn,
+)
+from planledger.clients.payload import read_payload
 from planledger.service import PlanLedger, open_planledger
-from planledger.service.ledger import InvalidInput
-from planledger.storage.errors import unavailable_cause
 from planledger.storage.settings import database_settings
-
-EXIT_FAILED, EXIT_INVALID, EXIT_REJECTED, EXIT_CONFLICT, EXIT_UNAVAILABLE = 1, 2, 3, 4, 5
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-EXIT_OF_KIND = {
-    ErrorKind.CORRUPT: EXIT_FAILED,
-    ErrorKind.NOT_FOUND: EXIT_INVALID,
-    ErrorKind.EXISTS: EXIT_INVALID,
-    ErrorKind.INVALID: EXIT_INVALID,
-    ErrorKind.REJECTED: EXIT_REJECTED,
-    ErrorKind.CONFLICT: EXIT_CONFLICT,
-    ErrorKind.UNAVAILABLE: EXIT_UNAVAILABLE,
-}
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 app = typer.Typer(
     name="planledger",
@@ -128,7 +124,7 @@ def emit(as_json: bool, model: BaseModel | dict[str, Any], human: object) -> Non
         data = (
             model.model_dump(mode="json", by_alias=True) if isinstance(model, BaseModel) else model
         )
-        out.print_json(json.dumps(data))
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     else:
         out.print(human)
 
@@ -201,34 +197,6 @@ _goal_edge("cancel", "Cancel an active or blocked goal (exit 3 if it is neither)
 
 
 # -- plans ------------------------------------------------------------------------------------
-
-
-def read_payload(source: str) -> Any:
-    """The JSON in FILE or on standard input (`-`). Input past MAX_PAYLOAD_BYTES, or JSON that
-    cannot be read (nested too deep, an integer too long) is invalid input (exit 2): it is
-    refused before it is parsed, never a crash."""
-    where = "standard input" if source == "-" else source
-    try:
-        if source == "-":
-            data = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
-        else:
-            with Path(source).open("rb") as file:
-                data = file.read(MAX_PAYLOAD_BYTES + 1)
-        if len(data) > MAX_PAYLOAD_BYTES:
-            raise InvalidInput(
-                f"{where} is larger than {MAX_PAYLOAD_BYTES} bytes; a plan is at most "
-                f"{MAX_STEPS} short steps"
-            )
-        text = data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise InvalidInput(f"cannot read {source!r}: {error}") from None
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise InvalidInput(f"{where} nests objects or lists too deep to read") from None
-    except ValueError as error:  # JSONDecodeError, or an integer past Python's digit limit
-        reason = str(error).split(";")[0]
-        raise InvalidInput(f"{where} is not JSON a plan can hold: {reason}") from None
 
 
 @plan_app.command("update")
@@ -561,81 +529,29 @@ def demo() -> None:
 # -- entry point ------------------------------------------------------------------------------
 
 
-def fail(message: str, code: int) -> NoReturn:
-    err.print(f"planledger: error: {message}", markup=False)
-    raise SystemExit(code)
+def run(args: list[str]) -> int:
+    """The full command line on `args` (global options first); returns the exit code."""
 
-
-def main(argv: list[str] | None = None) -> None:
-    """Console script entry point: exit codes as the spec gives them, errors on one line."""
-    args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
-    code: int = 0
-    try:
+    def body() -> int:
         result = app(args=args, prog_name="planledger", standalone_mode=False)
-        code = result if isinstance(result, int) else 0
-    except KeyboardInterrupt:
-        fail("interrupted", EXIT_FAILED)
-    except LedgerError as error:
-        fail(str(error), EXIT_OF_KIND[error.kind])
-    except Exception as error:
-        usage = usage_error(error)
-        if usage is not None:
-            fail(usage, EXIT_INVALID)
-        if type(error).__name__ == "Abort":
-            fail("aborted", EXIT_FAILED)
-        if os.environ.get("PLANLEDGER_DEBUG"):
-            raise
-        cause = unavailable_cause(error)
-        if cause is not None:
-            where = database_settings(state.database).display_url
-            fail(f"storage unavailable ({where}): {cause}; retry later", EXIT_UNAVAILABLE)
-        fail(describe_unexpected(error), EXIT_FAILED)
+        return result if isinstance(result, int) else EXIT_OK
+
+    try:
+        return guarded(body, lambda: database_settings(state.database).display_url)
     finally:
         if state.service is not None:
             closing, state.service = state.service, None
             with contextlib.suppress(Exception):
                 closing.close()
             for warning in closing.warnings:
-                err.print(f"planledger: warning: {warning}", markup=False)
-    raise SystemExit(code)
+                warn(warning)
 
 
-def usage_error(error: Exception) -> str | None:
-    """One line for a usage error of the command-line parser (typer's own click)."""
-    format_message = getattr(error, "format_message", None)
-    if format_message is None or not hasattr(error, "exit_code"):
-        return None
-    context = getattr(error, "ctx", None)
-    where = getattr(context, "command_path", None) or "planledger"
-    return f"{format_message() or 'missing command'} (see `{where} --help`)"
+def main(argv: list[str] | None = None) -> None:
+    """Console script entry point (see planledger.clients.entry)."""
+    from planledger.clients.entry import main as entry_main
 
-
-def hoist_global_options(args: list[str]) -> list[str]:
-    """`--database URL` is global: accepted after the command too (never after `--`)."""
-    hoisted: list[str] = []
-    rest: list[str] = []
-    index = 0
-    while index < len(args):
-        arg = args[index]
-        if arg == "--":
-            rest += args[index:]
-            break
-        if arg == "--database" and index + 1 < len(args):
-            hoisted += args[index : index + 2]
-            index += 2
-            continue
-        if arg.startswith("--database="):
-            hoisted.append(arg)
-        else:
-            rest.append(arg)
-        index += 1
-    return hoisted + rest
-
-
-def describe_unexpected(error: Exception) -> str:
-    """One line for an error we did not expect."""
-    first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
-    return f"{type(error).__name__}: {first_line} (set PLANLEDGER_DEBUG=1 for a traceback)"
+    entry_main(argv)
 
 
 if __name__ == "__main__":

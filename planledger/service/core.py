@@ -7,7 +7,6 @@ its own codes. It never builds a ledger, a store or a runner of its own.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -205,6 +204,8 @@ class PlanLedger:
     ) -> AsyncIterator[FeedEvent]:
         """Every plan event after store position `after` (of one session, or all), in store
         order, then each new one as any writer commits it. Runs until the caller stops."""
+        import asyncio
+
         if session_id is not None:
             await asyncio.to_thread(self.session, session_id)  # not_found before following
         signal = self._change_signal()

@@ -21,6 +21,7 @@ from domain.base import Aggregate, Event
 from domain.errors import (
     CorruptHistory,
     ErrorKind,
+    InvalidInput,
     LedgerError,
     ProposalNotFound,
     SessionExists,
@@ -51,10 +52,6 @@ MAX_ATTEMPTS = 100
 MAX_OBJECTIVE_CHARS = 2000
 WRITE_CACHE_SIZE = 1000  # plans kept by a long-running process (server) between commands
 A = TypeVar("A", bound=Aggregate)
-
-
-class InvalidInput(LedgerError):
-    """The input could not be read as a proposal at all (not a JSON object)."""
 
 
 class Contention(LedgerError):
