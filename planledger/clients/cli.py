@@ -9,35 +9,32 @@ import sys
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 from pydantic import BaseModel
 from rich.console import Console
 
-from domain.errors import ErrorKind, LedgerError
-from domain.limits import MAX_PAYLOAD_BYTES
-from domain.models import MAX_STEPS
 from domain.session import Mode
 from planledger.clients import render
+from planledger.clients.exits import (
+    EXIT_CONFLICT,
+    EXIT_FAILED,
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_REJECTED,
+    fail,
+    guarded,
+    warn,
+)
+from planledger.clients.payload import read_payload
 from planledger.service import PlanLedger, open_planledger
-from planledger.service.ledger import InvalidInput
 from planledger.storage.settings import database_settings
-
-EXIT_FAILED, EXIT_INVALID, EXIT_REJECTED, EXIT_CONFLICT, EXIT_UNAVAILABLE = 1, 2, 3, 4, 5
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-EXIT_OF_KIND = {
-    ErrorKind.CORRUPT: EXIT_FAILED,
-    ErrorKind.NOT_FOUND: EXIT_INVALID,
-    ErrorKind.EXISTS: EXIT_INVALID,
-    ErrorKind.INVALID: EXIT_INVALID,
-    ErrorKind.REJECTED: EXIT_REJECTED,
-    ErrorKind.CONFLICT: EXIT_CONFLICT,
-    ErrorKind.UNAVAILABLE: EXIT_UNAVAILABLE,
-}
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 app = typer.Typer(
     name="planledger",
@@ -101,8 +98,25 @@ def _global(
             "else SQLite at $PLANLEDGER_HOME/ledger.sqlite3.",
         ),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            expose_value=False,
+            callback=lambda shown: print_version() if shown else None,
+            help="Print the version and exit.",
+        ),
+    ] = False,
 ) -> None:
     state.database = database
+
+
+def print_version() -> None:
+    from importlib.metadata import version
+
+    out.print(f"planledger {version('plan-ledger')}")
+    raise typer.Exit(0)
 
 
 def emit(as_json: bool, model: BaseModel | dict[str, Any], human: object) -> None:
@@ -110,7 +124,7 @@ def emit(as_json: bool, model: BaseModel | dict[str, Any], human: object) -> Non
         data = (
             model.model_dump(mode="json", by_alias=True) if isinstance(model, BaseModel) else model
         )
-        out.print_json(json.dumps(data))
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     else:
         out.print(human)
 
@@ -183,34 +197,6 @@ _goal_edge("cancel", "Cancel an active or blocked goal (exit 3 if it is neither)
 
 
 # -- plans ------------------------------------------------------------------------------------
-
-
-def read_payload(source: str) -> Any:
-    """The JSON in FILE or on standard input (`-`). Input past MAX_PAYLOAD_BYTES, or JSON that
-    cannot be read (nested too deep, an integer too long) is invalid input (exit 2): it is
-    refused before it is parsed, never a crash."""
-    where = "standard input" if source == "-" else source
-    try:
-        if source == "-":
-            data = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
-        else:
-            with Path(source).open("rb") as file:
-                data = file.read(MAX_PAYLOAD_BYTES + 1)
-        if len(data) > MAX_PAYLOAD_BYTES:
-            raise InvalidInput(
-                f"{where} is larger than {MAX_PAYLOAD_BYTES} bytes; a plan is at most "
-                f"{MAX_STEPS} short steps"
-            )
-        text = data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise InvalidInput(f"cannot read {source!r}: {error}") from None
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise InvalidInput(f"{where} nests objects or lists too deep to read") from None
-    except ValueError as error:  # JSONDecodeError, or an integer past Python's digit limit
-        reason = str(error).split(";")[0]
-        raise InvalidInput(f"{where} is not JSON a plan can hold: {reason}") from None
 
 
 @plan_app.command("update")
@@ -452,6 +438,66 @@ def import_sessions(
         raise typer.Exit(code)
 
 
+# -- agent hooks ------------------------------------------------------------------------------
+
+
+class HookAgent(StrEnum):
+    claude_code = "claude-code"
+    gemini = "gemini"
+    codex = "codex"
+
+
+HookAgentArg = Annotated[HookAgent, typer.Argument(help="claude-code, gemini or codex.")]
+hooks_app = typer.Typer(help="Install the agent hooks into an agent's settings.")
+app.add_typer(hooks_app, name="hooks", no_args_is_help=True)
+
+
+@app.command("hook")
+def hook(
+    agent: Annotated[str, typer.Argument(metavar="AGENT", help="claude-code, gemini or codex.")],
+) -> None:
+    """Handle one hook event of the agent (JSON on stdin, its answer on stdout).
+
+    Always exits 0: an internal error, an unknown AGENT included, is one line on stderr and no
+    answer (fails open; an exit 2 would block the agent's tool call).
+    """
+    from planledger.clients.hooks.runner import run_hook
+
+    run_hook(agent, state.database)
+
+
+@hooks_app.command("install")
+def hooks_install(
+    agent: HookAgentArg,
+    project: Annotated[
+        Path | None,
+        typer.Option("--project", metavar="DIR", help="The project folder (default: here)."),
+    ] = None,
+    user: Annotated[bool, typer.Option("--user", help="The user's settings in ~.")] = False,
+    print_only: Annotated[
+        bool, typer.Option("--print", help="Print the resulting file; write nothing.")
+    ] = False,
+) -> None:
+    """Merge the agent's hook entries into its settings, keeping everything else.
+
+    Files: .claude/settings.json, .gemini/settings.json, .codex/hooks.json (in the project, or in
+    the home folder with --user). Running it twice changes nothing. Exit 2 on unreadable settings.
+    """
+    from planledger.clients.hooks.install import install
+
+    if project is not None and user:
+        fail("give --project DIR or --user, not both", EXIT_INVALID)
+    result = install(
+        agent.value, project=project, user=user, database=state.database, print_only=print_only
+    )
+    if print_only:
+        typer.echo(result.text, nl=False)
+    elif result.written:
+        typer.echo(f"planledger hooks for {agent.value} written to {result.path}")
+    else:
+        typer.echo(f"planledger hooks for {agent.value} already in {result.path}; nothing changed")
+
+
 # -- verification and demo --------------------------------------------------------------------
 
 
@@ -483,40 +529,29 @@ def demo() -> None:
 # -- entry point ------------------------------------------------------------------------------
 
 
-def fail(message: str, code: int) -> NoReturn:
-    err.print(f"planledger: error: {message}", markup=False)
-    raise SystemExit(code)
+def run(args: list[str]) -> int:
+    """The full command line on `args` (global options first); returns the exit code."""
 
+    def body() -> int:
+        result = app(args=args, prog_name="planledger", standalone_mode=False)
+        return result if isinstance(result, int) else EXIT_OK
 
-def main(argv: list[str] | None = None) -> None:
-    """Console script entry point."""
     try:
-        # Standalone mode: usage errors print and exit 2, typer.Exit sets the code.
-        app(args=argv, prog_name="planledger")
-    except LedgerError as error:
-        fail(str(error), EXIT_OF_KIND[error.kind])
-    except Exception as error:
-        if os.environ.get("PLANLEDGER_DEBUG"):
-            raise
-        fail(describe_unexpected(error), EXIT_FAILED)
+        return guarded(body, lambda: database_settings(state.database).display_url)
     finally:
         if state.service is not None:
             closing, state.service = state.service, None
             with contextlib.suppress(Exception):
                 closing.close()
             for warning in closing.warnings:
-                err.print(f"planledger: warning: {warning}", markup=False)
+                warn(warning)
 
 
-def describe_unexpected(error: Exception) -> str:
-    """One line for an error we did not expect, e.g. an unreachable database."""
-    from eventsourcing.persistence import OperationalError, PersistenceError
+def main(argv: list[str] | None = None) -> None:
+    """Console script entry point (see planledger.clients.entry)."""
+    from planledger.clients.entry import main as entry_main
 
-    first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
-    if isinstance(error, OperationalError | PersistenceError) or "connection" in first_line:
-        where = database_settings(state.database).display_url
-        return f"cannot use the database at {where}: {first_line}"
-    return f"{type(error).__name__}: {first_line} (set PLANLEDGER_DEBUG=1 for a traceback)"
+    entry_main(argv)
 
 
 if __name__ == "__main__":

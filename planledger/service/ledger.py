@@ -21,12 +21,13 @@ from domain.base import Aggregate, Event
 from domain.errors import (
     CorruptHistory,
     ErrorKind,
+    InvalidInput,
     LedgerError,
     ProposalNotFound,
     SessionExists,
     SessionNotFound,
 )
-from domain.forms import clean_text, parse_proposal
+from domain.forms import ParsedProposal, clean_text, parse_proposal
 from domain.ids import plan_aggregate_id, session_aggregate_id, validate_id
 from domain.models import PlanSnapshot, Violation
 from domain.plan import Outcome, PendingProposal, Plan
@@ -38,8 +39,9 @@ from planledger.service.results import (
     SessionView,
     VerifyReport,
 )
+from planledger.storage.errors import heals
 from planledger.storage.recorder import InlineViews
-from planledger.storage.schema import ensure_schema
+from planledger.storage.schema import ensure_schema, schema_is_current
 from planledger.storage.settings import DatabaseSettings, database_settings
 from planledger.storage.transcoding import PydanticTranscoding
 from projections.fold import ViewChanges, fold_events
@@ -50,10 +52,6 @@ MAX_ATTEMPTS = 100
 MAX_OBJECTIVE_CHARS = 2000
 WRITE_CACHE_SIZE = 1000  # plans kept by a long-running process (server) between commands
 A = TypeVar("A", bound=Aggregate)
-
-
-class InvalidInput(LedgerError):
-    """The input could not be read as a proposal at all (not a JSON object)."""
 
 
 class Contention(LedgerError):
@@ -94,9 +92,11 @@ class Ledger(Application[str]):
         self._write_cache: dict[str, tuple[Plan, PlanView]] = {}
         self._write_cache_lock = threading.Lock()
         self.views_behind = threading.Event()  # set when a save could not store its views
+        current = schema_is_current(settings)  # fails at once, naming why, when unreachable
         super().__init__(env=settings.env)
-        snapshots = self.snapshots.recorder if self.snapshots else None
-        ensure_schema(settings, self.recorder, snapshots)
+        if not current:
+            snapshots = self.snapshots.recorder if self.snapshots else None
+            ensure_schema(settings, self.recorder, snapshots)
 
     def construct_env(self, name: str, env: EnvType | None = None) -> Environment:
         # Only our own setting counts: never os.environ, never silent in-memory storage.
@@ -111,6 +111,7 @@ class Ledger(Application[str]):
 
     # -- sessions and goals -----------------------------------------------------------------
 
+    @heals
     def open_session(self, session_id: str, mode: Mode = Mode.WORK) -> SessionView:
         """Open a session (and its empty plan). SessionExists if it is already open."""
         validate_id(session_id)
@@ -121,6 +122,11 @@ class Ledger(Application[str]):
         except IntegrityError:
             raise SessionExists(session_id) from None
         return session_view(session)
+
+    def session_exists(self, session_id: str) -> bool:
+        """Whether any event of the session was ever stored (verify of a named session)."""
+        aggregate_id = session_aggregate_id(session_id)
+        return bool(self.recorder.select_events(aggregate_id, limit=1))
 
     def session(self, session_id: str) -> SessionView:
         return session_view(self._session(session_id))
@@ -175,6 +181,7 @@ class Ledger(Application[str]):
         decision = self._propose(session_id, payload, client, proposal_id, decide=False)
         return decision.proposal_id
 
+    @heals
     def decide(self, session_id: str, proposal_id: str) -> Decision:
         """Stage two: decide a recorded proposal, or return the outcome it already has."""
         for _ in self._attempts():
@@ -208,7 +215,20 @@ class Ledger(Application[str]):
         parsed = parse_proposal(payload)
         proposal_id = parsed.proposal_id or proposal_id or uuid.uuid4().hex
         validate_id(proposal_id, "proposal id")
-        content = fingerprint(payload)
+        return self._decide_proposal(
+            session_id, parsed, proposal_id, fingerprint(payload), client, decide
+        )
+
+    @heals
+    def _decide_proposal(
+        self,
+        session_id: str,
+        parsed: ParsedProposal,
+        proposal_id: str,
+        content: str,
+        client: str | None,
+        decide: bool,
+    ) -> Decision:
         for _ in self._attempts():
             plan, before = self._checkout(session_id)
             known = plan.outcomes.get(proposal_id)
@@ -240,6 +260,12 @@ class Ledger(Application[str]):
             proposal_id = parsed.proposal_id or call.proposal_id or uuid.uuid4().hex
             validate_id(proposal_id, "proposal id")
             parsed_calls.append((parsed, proposal_id, fingerprint(call.payload), call.client))
+        return self._record_batch(session_id, parsed_calls)
+
+    @heals
+    def _record_batch(
+        self, session_id: str, parsed_calls: list[tuple[ParsedProposal, str, str, str | None]]
+    ) -> list[Decision]:
         for _ in self._attempts():
             plan, before = self._checkout(session_id)
             decisions: list[tuple[Decision, int]] = []  # with the count of events before it
@@ -433,6 +459,7 @@ class Ledger(Application[str]):
     def _session(self, session_id: str) -> Session:
         return self._get(session_aggregate_id(session_id), session_id, Session)
 
+    @heals
     def _get(self, aggregate_id: str, session_id: str, kind: type[A]) -> A:
         validate_id(session_id)
         try:
@@ -452,6 +479,7 @@ class Ledger(Application[str]):
         assert isinstance(aggregate, kind)
         return aggregate
 
+    @heals
     def _update(self, session_id: str, load: Callable[[str], A], change: Callable[[A], None]) -> A:
         for _ in self._attempts():
             aggregate = load(session_id)
