@@ -156,7 +156,9 @@ def wait_until(
 # -- servers ---------------------------------------------------------------------------------
 
 
-def spawn_server(database: str, home: Path, logs: Path | None = None, **env: str) -> Server:
+def spawn_server(
+    database: str, home: Path, logs: Path | None = None, env: dict[str, str] | None = None
+) -> Server:
     """`planledger --database URL serve --port P` on a free loopback port (not waited for);
     its output goes to a file in `logs` (default: `home`, created if need be)."""
     if logs is None:
@@ -169,7 +171,7 @@ def spawn_server(database: str, home: Path, logs: Path | None = None, **env: str
             [planledger_command(), "--database", database, "serve", "--port", str(port)],
             stdout=sink,
             stderr=subprocess.STDOUT,
-            env=environment(home, **env),
+            env=environment(home, **(env or {})),
         )
     return Server(f"http://127.0.0.1:{port}", process, log)
 
@@ -188,12 +190,14 @@ def healthy_within(server: Server, timeout: float = STARTUP_TIMEOUT) -> str | No
 
 
 @contextmanager
-def servers(database: str, home: Path, count: int = 1, **env: str) -> Iterator[list[Server]]:
+def servers(
+    database: str, home: Path, count: int = 1, env: dict[str, str] | None = None
+) -> Iterator[list[Server]]:
     """`count` servers started together, each healthy (or the test fails), stopped on exit."""
     with ExitStack() as stack:
         started: list[Server] = []
         for index in range(count):
-            server = spawn_server(database, home / f"server-{index}", **env)
+            server = spawn_server(database, home / f"server-{index}", env=env)
             stack.callback(stop, server.process)
             started.append(server)
         problems = [
@@ -205,7 +209,7 @@ def servers(database: str, home: Path, count: int = 1, **env: str) -> Iterator[l
         yield started
 
 
-def restart(server: Server, database: str, home: Path, **env: str) -> Server:
+def restart(server: Server, database: str, home: Path) -> Server:
     """The same server started again on the same port (after it was killed)."""
     port = server.url.rsplit(":", 1)[1]
     log = home / f"serve-{port}-{uuid.uuid4().hex[:6]}.log"
@@ -214,7 +218,7 @@ def restart(server: Server, database: str, home: Path, **env: str) -> Server:
             [planledger_command(), "--database", database, "serve", "--port", port],
             stdout=sink,
             stderr=subprocess.STDOUT,
-            env=environment(home, **env),
+            env=environment(home),
         )
     return Server(server.url, process, log)
 

@@ -91,11 +91,11 @@ class Trickle(threading.Thread):
         started = time.monotonic()
         try:
             with socket.create_connection(self.address, timeout=5) as sock:
-                head = (
+                request = (
                     f"POST {self.path} HTTP/1.1\r\nHost: {self.address[0]}\r\n"
                     f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
                 )
-                sock.sendall(head.encode())
+                sock.sendall(request.encode())
                 sock.settimeout(TRICKLE_EVERY)
                 answer = b""
                 while time.monotonic() - started < TRICKLE_ANSWER_WITHIN:

@@ -135,7 +135,10 @@ def test_writes_after_a_kill_get_at_most_a_503_and_heal_in_seconds(
     postgres_url: str, tmp_path: Path
 ) -> None:
     name = app_name()
-    with servers(postgres_url, tmp_path, 1, PGAPPNAME=name) as (server,), server.client() as api:
+    with (
+        servers(postgres_url, tmp_path, 1, env={"PGAPPNAME": name}) as (server,),
+        server.client() as api,
+    ):
         assert api.post("/sessions", json={"session_id": "s1"}).status_code == 201
         writer = Writer(api, "s1")
         writer.commit(0, time.monotonic() + 10)
@@ -155,7 +158,10 @@ def test_writes_after_a_kill_get_at_most_a_503_and_heal_in_seconds(
 )
 def test_healthz_is_200_again_within_seconds_of_a_kill(postgres_url: str, tmp_path: Path) -> None:
     name = app_name()
-    with servers(postgres_url, tmp_path, 1, PGAPPNAME=name) as (server,), server.client() as api:
+    with (
+        servers(postgres_url, tmp_path, 1, env={"PGAPPNAME": name}) as (server,),
+        server.client() as api,
+    ):
         assert api.post("/sessions", json={"session_id": "s1"}).status_code == 201
         writer = Writer(api, "s1", strict=False)  # the 500 is the other test's finding
         for round_ in (1, 2):
@@ -170,7 +176,10 @@ def test_reads_and_live_feed_after_a_kill_are_fresh_and_complete(
     """After each kill: GETs show every acknowledged commit at once, the open SSE stream (or
     one resumed with Last-Event-ID) delivers every later commit once, nothing lost or doubled."""
     name = app_name()
-    with servers(postgres_url, tmp_path, 1, PGAPPNAME=name) as (server,), server.client() as api:
+    with (
+        servers(postgres_url, tmp_path, 1, env={"PGAPPNAME": name}) as (server,),
+        server.client() as api,
+    ):
         assert api.post("/sessions", json={"session_id": "s1"}).status_code == 201
         writer = Writer(api, "s1", strict=False)  # the 500 is another test's finding
         for n in range(3):
