@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from planledger.service import open_planledger
-from tests.faults.support import STRICT_1, STRICT_2, Run, run, run_together, schema_tables, servers
+from tests.faults.support import STRICT_1, STRICT_2, Run, run_together, schema_tables, servers
 
 pytestmark = pytest.mark.faults
 
@@ -36,8 +36,8 @@ def race_first_starts(home: Path, database: str) -> None:
     assert_no_schema_race(opened)
     assert [r.returncode for r in opened] == [0] * PROCESSES, "\n".join(map(str, opened))
 
-    first = run(home, database, "plan", "update", "s0", "-", stdin=json.dumps(STRICT_1))
-    assert first.returncode == 0, str(first)
+    with open_planledger(database, home=None) as ledger:
+        assert ledger.submit("s0", STRICT_1).status == "committed"
     racing = run_together(
         home,
         database,

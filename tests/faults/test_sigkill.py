@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from planledger.service import open_planledger
 from tests.e2e.test_server import Server, stop
 from tests.faults.support import (
     codex,
@@ -131,12 +132,6 @@ class Load:
                 self.tally.bad(str(done))
 
 
-def json_of(home: Path, database: str, *args: str) -> object:
-    done = run(home, database, *args, "--json")
-    assert done.returncode == 0, str(done)
-    return json.loads(done.stdout)
-
-
 def test_sigkill_of_servers_and_cli_writers_loses_and_doubles_nothing(
     postgres_url: str, tmp_path: Path
 ) -> None:
@@ -165,6 +160,7 @@ def test_sigkill_of_servers_and_cli_writers_loses_and_doubles_nothing(
                         process.send_signal(signal.SIGKILL)
                         kills.append("cli")
                 victim += 1
+            load.stop.set()  # the writers finish while the restarted servers come up
             for server in slots:  # the restarted servers serve again
                 assert (problem := healthy_within(server)) is None, problem
         tally = load.tally
@@ -178,8 +174,9 @@ def test_sigkill_of_servers_and_cli_writers_loses_and_doubles_nothing(
     assert any(a.startswith("h") for a in tally.acknowledged), "no HTTP write acknowledged"
     assert any(a.startswith("c") for a in tally.acknowledged), "no CLI write acknowledged"
 
-    history = json_of(home, postgres_url, "plan", "history", SESSION)
-    assert isinstance(history, dict)
+    with open_planledger(postgres_url, home=None) as ledger:
+        history = ledger.history(SESSION).as_json()
+        shown = ledger.plan(SESSION).model_dump(mode="json")
     commits = [e for e in history["entries"] if e["kind"] == "committed"]
     assert [c["revision"] for c in commits] == list(range(1, len(commits) + 1)), "gaps"
     counted = Counter(c["proposal_id"] for c in commits)
@@ -190,8 +187,8 @@ def test_sigkill_of_servers_and_cli_writers_loses_and_doubles_nothing(
 
     verified = run(home, postgres_url, "verify")
     assert verified.returncode == 0, str(verified)
-    shown = json_of(home, postgres_url, "plan", "show", SESSION)
     rebuilt = run(home, postgres_url, "projections", "rebuild")
     assert rebuilt.returncode == 0, str(rebuilt)
-    assert json_of(home, postgres_url, "plan", "show", SESSION) == shown
-    assert json_of(home, postgres_url, "plan", "history", SESSION) == history
+    with open_planledger(postgres_url, home=None) as ledger:  # the views equal a rebuild
+        assert ledger.history(SESSION).as_json() == history
+        assert ledger.plan(SESSION).model_dump(mode="json") == shown
