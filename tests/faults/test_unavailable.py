@@ -87,14 +87,14 @@ def test_plan_update_on_a_locked_sqlite_file_exits_5_within_3s(
 
 def test_reads_on_a_locked_sqlite_file_still_work(sqlite_with_plan: str, tmp_path: Path) -> None:
     """Commands that only read never take a write lock: under another process's exclusive
-    lock (WAL mode lets readers through) `plan show` and `plan history` answer, exit 0."""
+    lock (WAL mode lets readers through) `plan show` and `plan history` answer with exit 0
+    (not 5)."""
     home = tmp_path / "home"
     with exclusive_lock(sqlite_with_plan):
         shown = run(home, sqlite_with_plan, "plan", "show", "s1", "--json")
         history = run(home, sqlite_with_plan, "plan", "history", "s1", "--json")
-    for done in (shown, history):
+    for done in (shown, history):  # a command that wanted the write lock would exit 5 here
         assert done.returncode == 0, str(done)
-        assert done.seconds <= UNAVAILABLE_WITHIN, str(done)
     assert shown.json()["revision"] == 1
     assert shown.json()["steps"][0]["title"] == "Step 1"
     assert [e["kind"] for e in history.json()["entries"]] == ["proposed", "committed"]
