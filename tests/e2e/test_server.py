@@ -1251,7 +1251,10 @@ def test_a_corrupt_session_is_reported_and_the_others_keep_working(
 
 
 def test_docs_work_offline_and_declare_the_bearer_scheme(tmp_path: Path, sqlite_url: str) -> None:
-    with running_server(sqlite_url, tmp_path / "home", token=TOKEN) as server, server.client() as api:
+    with (
+        running_server(sqlite_url, tmp_path / "home", token=TOKEN) as server,
+        server.client() as api,
+    ):
         docs = api.get("/docs")
         assert docs.status_code == 200 and "swagger" in docs.text.lower()
         assets = re.findall(r'(?:src|href)="([^"]+)"', docs.text)
