@@ -31,8 +31,8 @@ class PlanLedgerTui(App[None]):
     #status { dock: top; height: 1; padding: 0 1; background: $panel; }
     #session { height: auto; padding: 0 1; }
     #body { height: 1fr; }
-    #plan-box { width: 3fr; border: round $primary; }
-    #changes-box { width: 2fr; border: round $secondary; }
+    #plan-box { width: 3fr; border: round $primary; padding: 0 1; }
+    #changes-box { width: 2fr; border: round $secondary; padding: 0 1; }
     #history { height: 40%; border: round $accent; }
     .stale { color: $warning; }
     """
@@ -66,7 +66,7 @@ class PlanLedgerTui(App[None]):
 
     def on_mount(self) -> None:
         self.query_one(HistoryTable).append(self.timeline.entries)
-        self.query_one("#changes-box").border_title = "changes"
+        self.query_one("#session", Static).update(session_text(self.session_view))
         self.query_one("#plan-box").focus()
         self.show()
         self.follow_feed()
@@ -112,12 +112,12 @@ class PlanLedgerTui(App[None]):
         timeline = self.timeline
         revision = timeline.selected
         self.show_status()
-        self.query_one("#session", Static).update(session_text(self.session_view))
         plan = timeline.plan(revision)
         if plan is None and revision > 0:
             self.fetch_plan(revision)
         self.query_one("#plan", Static).update(plan_text(plan, revision))
         self.query_one("#plan-box").border_title = f"plan · revision {revision}"
+        self.query_one("#changes-box").border_title = f"changes in revision {revision}"
         self.query_one("#changes", Static).update(transitions_text(timeline.commit(revision)))
         row = timeline.commit_row(revision)
         if row is not None:
@@ -125,7 +125,7 @@ class PlanLedgerTui(App[None]):
 
     def show_status(self) -> None:
         status = self.query_one("#status", Static)
-        text = f"{self.source.session_id} · {self.timeline.header()} · {self.source.label}"
+        text = f"{self.timeline.header()}  │  {self.source.session_id} on {self.source.label}"
         if self.feed_error:
             text += f" · live feed interrupted, retrying: {self.feed_error}"
         status.update(text)
@@ -171,7 +171,9 @@ class PlanLedgerTui(App[None]):
     @work(exclusive=True, group="session")
     async def refresh_session(self) -> None:
         try:
-            self.session_view = await asyncio.to_thread(self.source.session)
+            view = await asyncio.to_thread(self.source.session)
         except Exception:  # the feed's status line says what is wrong
             return
-        self.query_one("#session", Static).update(session_text(self.session_view))
+        if view != self.session_view:
+            self.session_view = view
+            self.query_one("#session", Static).update(session_text(view))
