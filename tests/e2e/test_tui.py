@@ -284,17 +284,28 @@ def test_server_source_reads_the_api_and_follows_the_sse_stream(
 def test_an_unknown_session_exits_2_with_one_line_before_any_screen(tmp_path: Path) -> None:
     database = f"sqlite:///{tmp_path / 'ledger.sqlite3'}"
     env = {**os.environ, "PLANLEDGER_HOME": str(tmp_path)}
-    result = subprocess.run(
-        [planledger_command(), "--database", database, "tui", "nope"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
-    assert result.returncode == 2
-    assert result.stdout == ""
+
+    def tui(session_id: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [planledger_command(), "--database", database, "tui", session_id],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+
+    unknown = tui("nope")
+    assert (unknown.returncode, unknown.stdout) == (2, "")
     assert (
-        result.stderr == "planledger: error: session_not_found: no session 'nope'; open it first\n"
+        unknown.stderr == "planledger: error: session_not_found: no session 'nope'; open it first\n"
+    )
+    with open_planledger(database, home=None) as service:
+        service.open_session("known")
+    no_terminal = tui("known")  # a known session, but no terminal to draw on
+    assert (no_terminal.returncode, no_terminal.stdout) == (2, "")
+    assert no_terminal.stderr == (
+        "planledger: error: planledger tui needs a terminal (use `plan show` or `plan history`)\n"
     )
 
 

@@ -123,8 +123,10 @@ def test_transitions_and_history_details() -> None:
     commit = entry(3, "committed", 1).model_copy(
         update={
             "transitions": [
-                Transition(step_id="a", from_=None, to="in_progress"),
-                Transition(step_id="b", from_="in_progress", to="completed"),
+                Transition.model_validate({"step_id": "a", "from": None, "to": "in_progress"}),
+                Transition.model_validate(
+                    {"step_id": "b", "from": "in_progress", "to": "completed"}
+                ),
             ]
         }
     )

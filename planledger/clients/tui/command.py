@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
 
+from domain.errors import LedgerError
 from planledger.clients.tui.source import PlanSource
+
+
+class NoTerminal(LedgerError):
+    code = "no_terminal"
 
 
 def open_source(session_id: str, *, server: str | None, database: str | None) -> PlanSource:
@@ -26,6 +32,8 @@ def run_tui(session_id: str, *, server: str | None = None, database: str | None 
     source = open_source(session_id, server=server, database=database)
     try:
         loaded = source.load()
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            raise NoTerminal("planledger tui needs a terminal (use `plan show` or `plan history`)")
         from planledger.clients.tui.app import PlanLedgerTui
 
         PlanLedgerTui(source, loaded).run()

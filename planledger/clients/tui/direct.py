@@ -24,6 +24,7 @@ class DirectSource:
 
     def load(self) -> Loaded:
         loaded = Loaded(session=self.service.session(self.session_id), entries=[])
+        self.service.plan(self.session_id)  # a session whose history is corrupt stops here
         while True:
             page = self.service.events_after(loaded.cursor, self.session_id, PAGE)
             for event in page:
