@@ -362,10 +362,11 @@ def test_a_key_press_on_a_thousand_revisions_reads_nothing_from_the_store(
         assert source.calls["plan_at"] == 0 and source.calls["load"] == 1
 
     run_app(source, scenario)
-    # The load: the session, then the history once, in pages of 500 each after the last.
-    loading = reads[:6]
-    assert [name for name, _ in loading] == ["session"] + ["events_after"] * 5
-    starts = [args[0] for _, args in loading[1:]]
+    # The load: the session, its current view, then the history once, in pages of 500 each
+    # after the last.
+    loading = reads[:7]
+    assert [name for name, _ in loading] == ["session", "plan"] + ["events_after"] * 5
+    starts = [args[0] for _, args in loading[2:]]
     assert starts[0] == 0 and starts == sorted(set(starts))
 
 
