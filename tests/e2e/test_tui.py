@@ -266,7 +266,10 @@ def test_server_source_reads_the_api_and_follows_the_sse_stream(
             await pilot.pause(0.3)
             with server.client() as api:
                 api.post("/sessions/remote/plan", json=strict(3)).raise_for_status()
-            await until(pilot, lambda: text_of(app, "#status").startswith("revision 3 of 3"), 3.0)
+            waited = await until(
+                pilot, lambda: text_of(app, "#status").startswith("revision 3 of 3 · live"), 3.0
+            )
+            assert waited < LIVE_DEADLINE, f"the commit showed after {waited:.2f} s"
             assert "[>] Write the tests" in text_of(app, "#plan")
             await pilot.press("home")  # not known yet over HTTP: fetched once, then kept
             await until(pilot, lambda: "[>] Inspect durable state" in text_of(app, "#plan"), 3.0)
