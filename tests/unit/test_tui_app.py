@@ -88,6 +88,9 @@ def test_the_feed_says_it_is_interrupted_then_resumes_from_its_position(
             while len(source.follows) < 2:
                 assert asyncio.get_running_loop().time() < deadline, "no retry"
                 await pilot.pause(0.05)
+            while "interrupted" in text_of(app, "#status"):  # reconnected: the error clears
+                assert asyncio.get_running_loop().time() < deadline, "the error stays"
+                await pilot.pause(0.05)
             source.events.put_nowait(commit(3, 7, 60))
             while not text_of(app, "#status").startswith("revision 3 of 3 · live"):
                 assert asyncio.get_running_loop().time() < deadline, text_of(app, "#status")

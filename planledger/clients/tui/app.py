@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import ClassVar
 
 from textual import work
@@ -52,6 +53,7 @@ class PlanLedgerTui(App[None]):
         self.timeline = Timeline(loaded.entries, loaded.plans)
         self.cursor = loaded.cursor
         self.feed_error: str | None = None
+        self.failures = 0
 
     def compose(self) -> ComposeResult:
         yield Static(id="status")
@@ -154,19 +156,25 @@ class PlanLedgerTui(App[None]):
                 async for event in self.source.follow(self.cursor):
                     self.receive(event)
             except Exception as error:
+                self.failures += 1
                 self.feed_error = describe(error)
                 self.show_status()
                 await asyncio.sleep(RETRY_SECONDS)
+                self.set_timer(2 * RETRY_SECONDS, partial(self.recovered, self.failures))
+
+    def recovered(self, failures: int) -> None:
+        """The feed has run without failing since attempt `failures`: clear its error."""
+        if self.failures == failures and self.feed_error is not None:
+            self.feed_error = None
+            self.show_status()
 
     def receive(self, event: FeedEvent) -> None:
         self.cursor = max(self.cursor, event.store_position)
-        recovered = self.feed_error is not None
-        self.feed_error = None
+        self.recovered(self.failures)
         if self.timeline.add(event.entry, event.plan):
             self.query_one(HistoryTable).append([event.entry])
-            self.show()
-        elif recovered:
-            self.show_status()
+            if event.kind == "committed":
+                self.show()
 
     @work(exclusive=True, group="session")
     async def refresh_session(self) -> None:
