@@ -4,6 +4,7 @@ the installed command's exit code, the cost of a key press on a long history, an
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import time
@@ -197,8 +198,6 @@ def plan_update_process(
     database: str, home: Path, session_id: str, revision: int
 ) -> subprocess.CompletedProcess[str]:
     """`planledger plan update` in a process of its own: another writer."""
-    import json
-
     env = {**os.environ, "PLANLEDGER_HOME": str(home / "writer")}
     env.pop("PLANLEDGER_DATABASE_URL", None)
     return subprocess.run(
@@ -381,7 +380,9 @@ FROZEN = datetime(2026, 1, 2, 9, 0, tzinfo=UTC)
 class Frozen(Counting):
     """The real source with its clock frozen: each entry at 09:00 + its position minutes."""
 
-    label = "sqlite (snapshot)"
+    def __init__(self, source: PlanSource) -> None:
+        super().__init__(source)
+        self.label = "sqlite (snapshot)"  # not the test's temporary path
 
     def load(self) -> Loaded:
         loaded = self.source.load()
@@ -396,7 +397,6 @@ class Frozen(Counting):
 def snapshot_app(service: PlanLedger) -> Iterator[PlanLedgerTui]:
     seed(service, "snap", 3)
     source = Frozen(DirectSource(service, "snap"))
-    source.label = Frozen.label
     yield PlanLedgerTui(source, source.load())
     source.close()
 
