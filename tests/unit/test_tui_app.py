@@ -18,7 +18,7 @@ from planledger.clients.tui.source import Loaded
 from planledger.service import FeedEvent
 from planledger.service.results import SessionView
 from projections.shapes import PlanView
-from tests.unit.test_tui_timeline import entry, plan
+from tests.unit.tui_samples import entry, plan
 
 
 class MemorySource:

@@ -8,7 +8,7 @@ import pytest
 
 from domain.errors import ErrorKind, LedgerError, RevisionNotFound, SessionNotFound
 from planledger.clients.tui.remote import HttpSource
-from tests.unit.test_tui_timeline import entry, plan
+from tests.unit.tui_samples import entry, plan
 
 SESSION = {"session_id": "s", "mode": "work", "goals": [], "should_continue": False}
 

@@ -5,42 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 
-from domain.models import Step, Violation
+from domain.models import Violation
 from planledger.clients.tui.sse import ServerSentEvent, feed_event, parse_events
 from planledger.clients.tui.texts import entry_details, plan_text, transitions_text, when
 from planledger.clients.tui.timeline import Timeline
-from projections.shapes import HistoryEntry, PlanView, Transition
-
-T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
-
-
-def entry(position: int, kind: str, revision: int | None = None) -> HistoryEntry:
-    return HistoryEntry.model_validate(
-        {
-            "position": position,
-            "kind": kind,
-            "proposal_id": f"p{position}",
-            "at": T0 + timedelta(minutes=position),
-            "revision": revision,
-            "transitions": [] if kind == "committed" else None,
-        }
-    )
-
-
-def plan(revision: int, *statuses: str) -> PlanView:
-    steps = [Step(id=f"s{i}", title=f"Step {i}", status=s) for i, s in enumerate(statuses)]
-    return PlanView(
-        session_id="s",
-        revision=revision,
-        policy="strict",
-        title=f"Plan r{revision}",
-        goal_id=None,
-        steps=steps,
-        pending_proposal=None,
-        updated_at=T0,
-    )
+from projections.shapes import HistoryEntry, Transition
+from tests.unit.tui_samples import entry, plan
 
 
 def history(commits: int) -> list[HistoryEntry]:
