@@ -13,11 +13,10 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Footer, Static
 
 from planledger.clients.tui.source import Loaded, PlanSource
-from planledger.clients.tui.texts import plan_text, session_text, transitions_text
+from planledger.clients.tui.texts import error_line, plan_text, session_text, transitions_text
 from planledger.clients.tui.timeline import Timeline
 from planledger.clients.tui.widgets import HistoryTable
 from planledger.service import FeedEvent
-from planledger.service.core import describe
 
 SESSION_REFRESH_SECONDS = 5.0
 RETRY_SECONDS = 1.0
@@ -141,7 +140,7 @@ class PlanLedgerTui(App[None]):
             plan = await asyncio.to_thread(self.source.plan_at, revision)
         except Exception as error:
             if self.timeline.selected == revision:
-                message = f"cannot read revision {revision}: {describe(error)}"
+                message = f"cannot read revision {revision}: {error_line(error)}"
                 self.query_one("#plan", Static).update(message)
             return
         self.timeline.plans[revision] = plan
@@ -157,7 +156,7 @@ class PlanLedgerTui(App[None]):
                     self.receive(event)
             except Exception as error:
                 self.failures += 1
-                self.feed_error = describe(error)
+                self.feed_error = error_line(error)
                 self.show_status()
                 await asyncio.sleep(RETRY_SECONDS)
                 self.set_timer(2 * RETRY_SECONDS, partial(self.recovered, self.failures))

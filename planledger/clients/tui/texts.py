@@ -18,6 +18,12 @@ def when(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
 
 
+def error_line(error: BaseException) -> str:
+    """One line naming an error, for the status line or a pane."""
+    first = (str(error).strip().splitlines() or [""])[0][:200]
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
+
+
 def mark(status: str | None) -> Text:
     """A status as its marker (`∅` for a step that was not in the plan)."""
     if status is None:
