@@ -1,17 +1,34 @@
 """The two input forms: detect which one a payload is, and normalise it into a candidate.
 
-Only the *shape* is checked here (field names, JSON types, the mode ban). Every rule
-about the content (blank titles, bounds, statuses, ids, in-progress counts) lives in
-`domain.rules`, so it is checked the same way at decision time and on replay.
+Only the *shape* is checked here (field names, JSON types, the mode ban, the input limits).
+Every rule about the content (blank titles, bounds, statuses, ids, in-progress counts) lives
+in `domain.rules`, so it is checked the same way at decision time and on replay. The candidate
+is bounded whatever the payload: at most MAX_STEPS steps, each text cut at twice its bound.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from domain.models import MAX_STEP_ID_CHARS, Form, Frozen, PlanSnapshot, Step, Violation
+from domain import limits
+from domain.limits import MAX_REPORTED, bounded
+from domain.models import (
+    MAX_STEP_ID_CHARS,
+    MAX_STEP_TITLE_CHARS,
+    MAX_STEPS,
+    MAX_TITLE_CHARS,
+    Form,
+    Frozen,
+    PlanSnapshot,
+    Step,
+    Violation,
+)
+from domain.rules import step_label, too_many_steps
+from domain.step_ids import derive_step_ids
+
+__all__ = ["ParsedProposal", "clean_text", "derive_step_ids", "detect_form", "parse_proposal"]
 
 STRICT_FIELDS = frozenset({"expected_revision", "title", "goal_id", "steps", "proposal_id"})
 CODEX_FIELDS = frozenset({"explanation", "plan", "expected_revision", "goal_id", "proposal_id"})
@@ -22,13 +39,17 @@ PROPOSAL_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}\Z")
 
 
 class ParsedProposal(Frozen):
-    """A payload read as one of the two forms, with every shape problem found."""
+    """A payload read as one of the two forms, with every shape problem found.
+
+    `keeps_goal` is true when the payload leaves `goal_id` out: the plan keeps the goal it has
+    (an explicit `null` unlinks it)."""
 
     form: Form | None
     candidate: PlanSnapshot | None
     expected_revision: int | None = None
     proposal_id: str | None = None
     explanation: str | None = None
+    keeps_goal: bool = False
     violations: tuple[Violation, ...] = ()
 
 
@@ -44,15 +65,21 @@ def detect_form(payload: Mapping[str, Any]) -> Form | None:
 
 
 def parse_proposal(payload: Mapping[str, Any]) -> ParsedProposal:
-    """Read a proposal payload of either form; never raises on bad input."""
+    """Read a proposal payload of either form. Bad content becomes violations; a payload past
+    the input limits (`domain.limits`) raises InvalidPayload before any other work."""
+    limits.check_payload(payload)
     problems: list[Violation] = []
-    payload = _storable(payload, "", problems)
+    payload = _storable(payload, problems)
     form = detect_form(payload)
     problems += _mode_and_unknown_fields(payload, form)
     expected_revision = _expected_revision(payload, problems)
     proposal_id = _proposal_id(payload, problems)
     goal_id = _optional_text(payload, "goal_id", problems)
+    if goal_id is not None:
+        goal_id = bounded(goal_id, limits.MAX_GOAL_ID_CHARS)
     explanation = _optional_text(payload, "explanation", problems)
+    if explanation is not None:
+        explanation = limits.cut(explanation, limits.MAX_EXPLANATION_CHARS)
 
     candidate: PlanSnapshot | None = None
     if form is None:
@@ -79,6 +106,7 @@ def parse_proposal(payload: Mapping[str, Any]) -> ParsedProposal:
         expected_revision=expected_revision,
         proposal_id=proposal_id,
         explanation=explanation,
+        keeps_goal="goal_id" not in payload,
         violations=tuple(problems),
     )
 
@@ -94,29 +122,77 @@ def clean_text(text: str) -> str:
     return text
 
 
-def _storable(value: Any, where: str, problems: list[Violation]) -> Any:
-    """The payload with every string (keys too) made storable; each repair is a violation."""
-    if isinstance(value, str):
-        cleaned = clean_text(value)
-        if cleaned != value:
-            problems.append(
-                Violation(
-                    code="invalid_text",
-                    message=f"The text at {where or 'the top level'} contains a NUL character "
-                    "or invalid Unicode; send plain text.",
+def _storable(payload: Mapping[str, Any], problems: list[Violation]) -> Any:
+    """The payload with every string (keys too) made storable; the repairs are violations
+    (the first MAX_REPORTED places named, the rest counted). Recursion is bounded by
+    `limits.MAX_DEPTH`, checked before."""
+    places: list[str] = []
+
+    def clean(value: Any, where: str) -> Any:
+        if isinstance(value, str):
+            cleaned = clean_text(value)
+            if cleaned != value:
+                places.append(where or "the top level")
+            return cleaned
+        if isinstance(value, Mapping):
+            repaired = {}
+            for key, item in value.items():
+                name = clean_text(key)[:40]
+                path = f"{where}.{name}" if where else name
+                repaired[clean(key, f"{where}.{name}" if where else "a field name")] = clean(
+                    item, path
                 )
+            return repaired
+        if isinstance(value, list | tuple):
+            return [clean(item, f"{where}[{index}]") for index, item in enumerate(value)]
+        return value
+
+    repaired = clean(payload, "")
+    for where in places[:MAX_REPORTED]:
+        problems.append(
+            Violation(
+                code="invalid_text",
+                message=f"The text at {where} contains a NUL character or invalid Unicode; "
+                "send plain text.",
             )
-        return cleaned
-    if isinstance(value, Mapping):
-        return {
-            _storable(
-                key, f"{where}.{clean_text(key)[:40]}" if where else "a field name", problems
-            ): _storable(item, f"{where}.{clean_text(key)[:40]}".lstrip("."), problems)
-            for key, item in value.items()
-        }
-    if isinstance(value, list):
-        return [_storable(item, f"{where}[{index}]", problems) for index, item in enumerate(value)]
-    return value
+        )
+    if len(places) > MAX_REPORTED:
+        problems.append(
+            Violation(
+                code="invalid_text",
+                message=f"{len(places) - MAX_REPORTED} more texts contain a NUL character or "
+                "invalid Unicode; send plain text.",
+            )
+        )
+    return repaired
+
+
+def _unknown_fields(
+    keys: Iterable[str], allowed: frozenset[str], index: int | None
+) -> list[Violation]:
+    """One violation per unknown field, the first MAX_REPORTED named, the rest counted."""
+    unknown = [key for key in keys if key not in allowed and key not in MODE_FIELDS]
+    where = f"{step_label(index)}: " if index is not None else ""
+    what = "a step field" if index is not None else "a field of this plan tool"
+    problems = [
+        Violation(
+            code="unknown_field",
+            message=f"{where}{key[:60]!r} is not {what}; allowed fields are "
+            f"{', '.join(sorted(allowed))}.",
+            index=index,
+        )
+        for key in unknown[:MAX_REPORTED]
+    ]
+    if len(unknown) > MAX_REPORTED:
+        problems.append(
+            Violation(
+                code="unknown_field",
+                message=f"{where}{len(unknown) - MAX_REPORTED} more fields are unknown; allowed "
+                f"fields are {', '.join(sorted(allowed))}.",
+                index=index,
+            )
+        )
+    return problems
 
 
 def _mode_and_unknown_fields(payload: Mapping[str, Any], form: Form | None) -> list[Violation]:
@@ -124,25 +200,16 @@ def _mode_and_unknown_fields(payload: Mapping[str, Any], form: Form | None) -> l
         allowed = STRICT_FIELDS | CODEX_FIELDS
     else:
         allowed = STRICT_FIELDS if form is Form.STRICT else CODEX_FIELDS
-    problems = []
-    for key in payload:
-        if key in MODE_FIELDS:
-            problems.append(
-                Violation(
-                    code="mode_change_forbidden",
-                    message=f"A plan update cannot change the collaboration mode; drop `{key}` "
-                    "(only the user switches between work and plan mode).",
-                )
-            )
-        elif key not in allowed:
-            problems.append(
-                Violation(
-                    code="unknown_field",
-                    message=f"{key[:60]!r} is not a field of this plan tool; allowed fields are "
-                    f"{', '.join(sorted(allowed))}.",
-                )
-            )
-    return problems
+    problems = [
+        Violation(
+            code="mode_change_forbidden",
+            message=f"A plan update cannot change the collaboration mode; drop `{key}` "
+            "(only the user switches between work and plan mode).",
+        )
+        for key in payload
+        if key in MODE_FIELDS
+    ]
+    return problems + _unknown_fields(payload, allowed, None)
 
 
 def _expected_revision(payload: Mapping[str, Any], problems: list[Violation]) -> int | None:
@@ -190,70 +257,68 @@ def _optional_text(payload: Mapping[str, Any], key: str, problems: list[Violatio
 
 
 def _text(
-    item: Mapping[str, Any], key: str, index: int, problems: list[Violation]
-) -> tuple[str, bool]:
-    """The trimmed string under `key` ("" when missing), and whether it was a string at all."""
+    item: Mapping[str, Any], key: str, index: int, limit: int, problems: list[Violation]
+) -> str:
+    """The trimmed string under `key` ("" when missing), bounded for storage by `limit`."""
     value = item.get(key)
     if value is None:
-        return "", True
+        return ""
     if isinstance(value, str):
-        return value.strip(), True
+        return bounded(value.strip(), limit)
     if isinstance(value, bool | int | float):
         problems.append(
             Violation(
                 code="invalid_field",
-                message=f"Step {index}: `{key}` must be a string, not {type(value).__name__}.",
+                message=f"{step_label(index)}: `{key}` must be a string, not "
+                f"{type(value).__name__}.",
                 index=index,
             )
         )
-        return str(value), False
+        return bounded(str(value), limit)
     problems.append(
         Violation(
             code="invalid_field",
-            message=f"Step {index}: `{key}` must be a string.",
+            message=f"{step_label(index)}: `{key}` must be a string.",
             index=index,
         )
     )
-    return "", False
+    return ""
 
 
 def _step_items(
     payload: Mapping[str, Any], key: str, allowed: frozenset[str], problems: list[Violation]
 ) -> list[tuple[int, Mapping[str, Any]]]:
+    """The step objects, at most MAX_STEPS of them: a longer list is counted, not processed."""
     raw = payload.get(key, [])
     if not isinstance(raw, list):
         problems.append(
             Violation(code="invalid_field", message=f"`{key}` must be a list of step objects.")
         )
         return []
+    if len(raw) > MAX_STEPS:
+        problems.append(too_many_steps(len(raw), checked=MAX_STEPS))
     items = []
-    for index, item in enumerate(raw):
+    for index, item in enumerate(raw[:MAX_STEPS]):
         if not isinstance(item, Mapping):
             problems.append(
                 Violation(
                     code="invalid_field",
-                    message=f"Step {index} must be an object with {', '.join(sorted(allowed))}.",
+                    message=f"{step_label(index)} must be an object with "
+                    f"{', '.join(sorted(allowed))}.",
                     index=index,
                 )
             )
             continue
-        for field in item:
-            if field not in allowed:
-                problems.append(
-                    Violation(
-                        code="unknown_field",
-                        message=f"Step {index}: {field[:60]!r} is not a step field; use "
-                        f"{', '.join(sorted(allowed))}.",
-                        index=index,
-                    )
-                )
+        problems += _unknown_fields(item, allowed, index)
         items.append((index, item))
     return items
 
 
 def _status(item: Mapping[str, Any]) -> str:
+    """The trimmed status ("" when missing, which the rules report as `missing_field`)."""
     value = item.get("status")
-    return value.strip() if isinstance(value, str) else ("" if value is None else str(value))
+    text = value.strip() if isinstance(value, str) else ("" if value is None else str(value))
+    return bounded(text, limits.MAX_STATUS_CHARS)
 
 
 def _strict_candidate(
@@ -262,7 +327,7 @@ def _strict_candidate(
     title_value = payload.get("title")
     if title_value is not None and not isinstance(title_value, str):
         problems.append(Violation(code="invalid_field", message="`title` must be a string."))
-    title = title_value.strip() if isinstance(title_value, str) else ""
+    title = bounded(title_value.strip(), MAX_TITLE_CHARS) if isinstance(title_value, str) else ""
     if "steps" not in payload:
         problems.append(
             Violation(
@@ -273,8 +338,8 @@ def _strict_candidate(
         )
     steps = []
     for index, item in _step_items(payload, "steps", STRICT_STEP_FIELDS, problems):
-        step_id, _ = _text(item, "id", index, problems)
-        step_title, _ = _text(item, "title", index, problems)
+        step_id = _text(item, "id", index, MAX_STEP_ID_CHARS, problems)
+        step_title = _text(item, "title", index, MAX_STEP_TITLE_CHARS, problems)
         steps.append(Step(id=step_id, title=step_title, status=_status(item)))
     return PlanSnapshot(title=title, goal_id=goal_id, steps=tuple(steps))
 
@@ -282,33 +347,13 @@ def _strict_candidate(
 def _codex_candidate(
     payload: Mapping[str, Any], goal_id: str | None, problems: list[Violation]
 ) -> PlanSnapshot:
-    texts_and_statuses = []
-    for index, item in _step_items(payload, "plan", CODEX_STEP_FIELDS, problems):
-        text, _ = _text(item, "step", index, problems)
-        texts_and_statuses.append((text, _status(item)))
+    texts_and_statuses = [
+        (_text(item, "step", index, MAX_STEP_TITLE_CHARS, problems), _status(item))
+        for index, item in _step_items(payload, "plan", CODEX_STEP_FIELDS, problems)
+    ]
     ids = derive_step_ids([text for text, _ in texts_and_statuses])
     steps = tuple(
         Step(id=step_id, title=text, status=status)
         for step_id, (text, status) in zip(ids, texts_and_statuses, strict=True)
     )
     return PlanSnapshot(title=None, goal_id=goal_id, steps=steps)
-
-
-_SLUG_JUNK = re.compile(r"[^a-z0-9]+")
-_SUFFIX_ROOM = 6
-
-
-def derive_step_ids(texts: list[str]) -> list[str]:
-    """Deterministic ids from step text: a slug, `-2`, `-3`… for repeats, `step` if empty."""
-    used: set[str] = set()
-    ids = []
-    for text in texts:
-        base = _SLUG_JUNK.sub("-", text.lower()).strip("-")[: MAX_STEP_ID_CHARS - _SUFFIX_ROOM]
-        base = base.strip("-") or "step"
-        candidate, n = base, 1
-        while candidate in used:
-            n += 1
-            candidate = f"{base}-{n}"
-        used.add(candidate)
-        ids.append(candidate)
-    return ids

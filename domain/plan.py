@@ -48,7 +48,8 @@ SUPERSEDED = Violation(
 
 
 class Plan(Aggregate):
-    """One per session. `revision` counts commits; 0 means nothing was ever committed."""
+    """One per session. `revision` counts commits; 0 means nothing was ever committed. `policy`
+    is None until the first commit fixes it."""
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -90,8 +91,6 @@ class Plan(Aggregate):
                 f"proposal id {self.proposal_id!r} was recorded twice",
             )
             form = Form(self.form) if self.form else None
-            if aggregate.policy is None and form is not None:
-                aggregate.policy = Policy.for_form(form)
             aggregate.pending = PendingProposal(
                 proposal_id=self.proposal_id,
                 form=form,
@@ -128,11 +127,21 @@ class Plan(Aggregate):
                 "snapshot_mismatch",
                 f"the committed snapshot differs from proposal {self.proposal_id!r}",
             )
+            aggregate.fail_unless(
+                pending.form is not None,
+                position,
+                "missing_form",
+                f"proposal {self.proposal_id!r} was committed without a form",
+            )
             violations = aggregate.evaluate(pending, session_goals=None)
             if violations:
                 first = violations[0]
                 raise CorruptHistory(aggregate.session_id, position, first.code, first.message)
-            policy = aggregate.policy or Policy.STRICT
+            assert pending.form is not None
+            # The first commit fixes the policy; proposals before it (rejected, superseded,
+            # undecided) fix nothing.
+            policy = aggregate.policy or Policy.for_form(pending.form)
+            aggregate.policy = policy
             aggregate.revision = self.revision
             aggregate.snapshot = self.snapshot
             if policy == Policy.STRICT:
@@ -176,7 +185,13 @@ class Plan(Aggregate):
     def propose(
         self, proposal_id: str, parsed: ParsedProposal, fingerprint: str, client: str | None
     ) -> None:
-        """Record a proposal; an undecided older one is superseded (rejected) first."""
+        """Record a proposal; an undecided older one is superseded (rejected) first.
+
+        A payload that leaves `goal_id` out keeps the plan's current goal (recorded in the
+        candidate, so the commit and its replay see it); an explicit null unlinks it."""
+        candidate = parsed.candidate
+        if candidate is not None and parsed.keeps_goal and self.snapshot is not None:
+            candidate = candidate.model_copy(update={"goal_id": self.snapshot.goal_id})
         if self.pending is not None:
             self.trigger_event(
                 self.PlanRejected,
@@ -187,7 +202,7 @@ class Plan(Aggregate):
             self.PlanProposed,
             proposal_id=proposal_id,
             form=parsed.form.value if parsed.form else None,
-            candidate=parsed.candidate,
+            candidate=candidate,
             expected_revision=parsed.expected_revision,
             client=client,
             fingerprint=fingerprint,
@@ -221,8 +236,9 @@ class Plan(Aggregate):
     ) -> list[Violation]:
         """Every violation of the proposal against the current state (goals skipped if None)."""
         violations = list(pending.shape_violations)
-        policy = self.policy
-        if pending.form is not None and policy is not None:
+        if pending.form is not None:
+            # Before the first commit no policy is fixed: the proposal is held to its own form's.
+            policy = self.policy or Policy.for_form(pending.form)
             if Policy.for_form(pending.form) != policy:
                 violations.append(
                     Violation(
@@ -233,7 +249,6 @@ class Plan(Aggregate):
                     )
                 )
             elif pending.candidate is not None:
-                policy = Policy(policy)
                 violations += rules.check_snapshot(policy, pending.candidate)
                 violations += rules.check_transition(
                     policy, self.snapshot, self.accepted_ids, pending.candidate

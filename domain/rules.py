@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from domain.forms import derive_step_ids
 from domain.models import (
     ALLOWED_STATUSES,
     MAX_STEP_ID_CHARS,
@@ -19,8 +18,25 @@ from domain.models import (
     Policy,
     Violation,
 )
+from domain.step_ids import derive_step_ids
 
 STEP_ID_PATTERN = re.compile(r"^[A-Za-z0-9._-]+\Z")
+
+
+def step_label(index: int) -> str:
+    """How a message names a step: counted from 1 as people count, with the 0-based `index`
+    of the violation's data beside it."""
+    return f"Step {index + 1} (index {index})"
+
+
+def too_many_steps(count: int, checked: int | None = None) -> Violation:
+    """Bound on the number of steps; `checked` says how many were looked at when not all."""
+    rest = f" Only the first {checked} were checked." if checked is not None else ""
+    return Violation(
+        code="too_many_steps",
+        message=f"The plan has {count} steps; keep it to {MAX_STEPS} (a plan says what still "
+        f"needs doing, not every detail).{rest}",
+    )
 
 
 def check_snapshot(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
@@ -35,17 +51,12 @@ def check_snapshot(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
         problems.append(
             Violation(
                 code="too_long",
-                message=f"The plan title is {len(title)} characters; keep it to {MAX_TITLE_CHARS}.",
+                message=f"The plan title is over {MAX_TITLE_CHARS} characters; keep it to "
+                f"{MAX_TITLE_CHARS}.",
             )
         )
     if len(snapshot.steps) > MAX_STEPS:
-        problems.append(
-            Violation(
-                code="too_many_steps",
-                message=f"The plan has {len(snapshot.steps)} steps; keep it to {MAX_STEPS} "
-                "(a plan says what still needs doing, not every detail).",
-            )
-        )
+        problems.append(too_many_steps(len(snapshot.steps)))
     problems += _check_steps(policy, snapshot)
     problems += _check_in_progress(policy, snapshot)
     if policy is Policy.REPLACE:
@@ -59,7 +70,7 @@ def _check_derived_ids(snapshot: PlanSnapshot) -> list[Violation]:
     return [
         Violation(
             code="invalid_step_id",
-            message=f"Step {index} has id {step.id!r} but its text gives {wanted!r}.",
+            message=f"{step_label(index)} has id {step.id!r} but its text gives {wanted!r}.",
             step_id=step.id or None,
             index=index,
         )
@@ -73,12 +84,16 @@ def _check_steps(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
     allowed = ALLOWED_STATUSES[policy]
     seen: set[str] = set()
     for index, step in enumerate(snapshot.steps):
-        step_id = step.id or None
+        label = step_label(index)
+        # A replace-policy id is derived from the text: a blank step's id names nothing the
+        # agent sent, so such a step is named by its position only.
+        blank_derived = policy is Policy.REPLACE and not step.title.strip()
+        step_id = None if blank_derived else step.id or None
         if not step.id.strip():
             problems.append(
                 Violation(
                     code="blank_step_id",
-                    message=f"Step {index} needs a non-blank `id`.",
+                    message=f"{label} needs a non-blank `id`.",
                     index=index,
                 )
             )
@@ -86,8 +101,8 @@ def _check_steps(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
             problems.append(
                 Violation(
                     code="invalid_step_id",
-                    message=f"Step id {step.id[:80]!r} must be 1-{MAX_STEP_ID_CHARS} characters "
-                    "of A-Za-z0-9._-.",
+                    message=f"{label} has id {step.id[:80]!r}; an id is 1-{MAX_STEP_ID_CHARS} "
+                    "characters of A-Za-z0-9._-.",
                     step_id=step_id,
                     index=index,
                 )
@@ -96,8 +111,8 @@ def _check_steps(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
             problems.append(
                 Violation(
                     code="duplicate_step_id",
-                    message=f"Step id {step.id!r} is used more than once; every step needs its "
-                    "own id.",
+                    message=f"{label} has id {step.id!r}, used by an earlier step; every step "
+                    "needs its own id.",
                     step_id=step_id,
                     index=index,
                 )
@@ -107,7 +122,7 @@ def _check_steps(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
             problems.append(
                 Violation(
                     code="blank_step_title",
-                    message=f"Step {index} needs a non-blank title saying what will be done.",
+                    message=f"{label} needs a non-blank title saying what will be done.",
                     step_id=step_id,
                     index=index,
                 )
@@ -116,17 +131,26 @@ def _check_steps(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
             problems.append(
                 Violation(
                     code="too_long",
-                    message=f"Step {index} is {len(step.title)} characters; keep it to "
+                    message=f"{label} is over {MAX_STEP_TITLE_CHARS} characters; keep it to "
                     f"{MAX_STEP_TITLE_CHARS} (put research notes elsewhere).",
                     step_id=step_id,
                     index=index,
                 )
             )
-        if step.status not in allowed:
+        if not step.status:
+            problems.append(
+                Violation(
+                    code="missing_field",
+                    message=f"{label} has no `status`; give one of {', '.join(sorted(allowed))}.",
+                    step_id=step_id,
+                    index=index,
+                )
+            )
+        elif step.status not in allowed:
             problems.append(
                 Violation(
                     code="invalid_status",
-                    message=f"Step {index} has status {step.status[:40]!r}; use one of "
+                    message=f"{label} has status {step.status[:40]!r}; use one of "
                     f"{', '.join(sorted(allowed))}.",
                     step_id=step_id,
                     index=index,

@@ -26,12 +26,13 @@ class GoalState(StrEnum):
     CANCELLED = "cancelled"
 
 
-# The goal lifecycle: active -> completed | cancelled; active <-> blocked.
-GOAL_EDGES: dict[str, tuple[GoalState, GoalState]] = {
-    "block": (GoalState.ACTIVE, GoalState.BLOCKED),
-    "resume": (GoalState.BLOCKED, GoalState.ACTIVE),
-    "complete": (GoalState.ACTIVE, GoalState.COMPLETED),
-    "cancel": (GoalState.ACTIVE, GoalState.CANCELLED),
+# The goal lifecycle: active -> completed | cancelled; active <-> blocked; blocked -> cancelled.
+# Each edge: the states it leaves from, and the state it reaches.
+GOAL_EDGES: dict[str, tuple[frozenset[GoalState], GoalState]] = {
+    "block": (frozenset({GoalState.ACTIVE}), GoalState.BLOCKED),
+    "resume": (frozenset({GoalState.BLOCKED}), GoalState.ACTIVE),
+    "complete": (frozenset({GoalState.ACTIVE}), GoalState.COMPLETED),
+    "cancel": (frozenset({GoalState.ACTIVE, GoalState.BLOCKED}), GoalState.CANCELLED),
 }
 
 
@@ -86,8 +87,8 @@ class Session(Aggregate):
 
         def apply(self, aggregate: Session) -> None:
             goal = aggregate.goals.get(self.goal_id)
-            source, target = GOAL_EDGES[self.edge]
-            if goal is None or goal.state != source:
+            sources, target = GOAL_EDGES[self.edge]
+            if goal is None or goal.state not in sources:
                 raise CorruptHistory(
                     aggregate.session_id,
                     self.originator_version,
@@ -135,10 +136,11 @@ class Session(Aggregate):
             raise GoalNotFound(self.session_id, goal_id)
         if edge not in GOAL_EDGES:
             raise IllegalTransition(f"goals cannot {edge!r}; use {', '.join(GOAL_EDGES)}")
-        source, _ = GOAL_EDGES[edge]
-        if goal.state != source:
+        sources, _ = GOAL_EDGES[edge]
+        if goal.state not in sources:
+            allowed = " or ".join(sorted(sources))
             raise IllegalTransition(
-                f"goal {goal_id!r} is {goal.state}; it can {edge} only when {source}"
+                f"goal {goal_id!r} is {goal.state}; it can {edge} only when {allowed}"
             )
         self.trigger_event(EDGE_EVENTS[edge], goal_id=goal_id)
 

@@ -1,17 +1,24 @@
-"""Pure read-side folding: one plan event applied to a session's view, and its history entry.
+"""Pure read-side folding: plan and session events applied to the views, rules re-checked.
 
-The same fold serves the stored projections, a rebuild, and reading history straight from
-the events, so every reader agrees with every other.
+The same fold serves the views a writer stores with its events, the runner's catch-up and
+rebuild, and reading history straight from the events, so every reader agrees with every
+other. A commit that breaks its policy's rules raises CorruptHistory (as replay does): the
+read side never shows it as a plan.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
 
 from domain import rules
 from domain.base import Event
-from domain.models import PlanSnapshot
+from domain.errors import CorruptHistory
+from domain.models import PlanSnapshot, Policy
 from domain.plan import Plan
+from domain.session import Session
 from projections.shapes import (
     HistoryEntry,
     PendingProposalView,
@@ -21,6 +28,81 @@ from projections.shapes import (
 )
 
 POLICY_OF_FORM = {"strict": "strict", "codex": "replace"}
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One history entry of a session; `notification_id` None until the store assigns it."""
+
+    session_id: str
+    entry: HistoryEntry
+    view: PlanView | None = None  # the plan as this commit left it (live clients show it)
+    notification_id: int | None = None
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    session_id: str
+    version: int
+    mode: str
+    opened_at: datetime  # only written when the row is new
+    at: datetime
+
+
+@dataclass
+class ViewChanges:
+    """What a run of events changes in the views."""
+
+    views: dict[str, tuple[int, PlanView]] = field(default_factory=dict)  # sid: (version, view)
+    history: list[HistoryRow] = field(default_factory=list)
+    sessions: dict[str, SessionRow] = field(default_factory=dict)
+    corrupt: dict[str, CorruptHistory] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.views or self.history or self.sessions or self.corrupt)
+
+
+def fold_events(
+    views: Mapping[str, PlanView | None],
+    events: Iterable[tuple[Event, int | None]],
+    corrupt: Iterable[str] = (),
+) -> ViewChanges:
+    """Apply (event, notification id) pairs in order to the views they touch.
+
+    `views` holds each touched session's view before the events (None: none yet). A session
+    whose history breaks a rule is reported in `corrupt` and its later events are ignored.
+    """
+    current = dict(views)
+    changes = ViewChanges()
+    broken = set(corrupt)
+    for event, notification_id in events:
+        originator = str(event.originator_id)
+        if originator.startswith("session:"):
+            if isinstance(event, Session.SessionOpened | Session.CollaborationModeChanged):
+                session_id = originator.removeprefix("session:")
+                earlier = changes.sessions.get(session_id)
+                opened = earlier.opened_at if earlier else event.timestamp
+                changes.sessions[session_id] = SessionRow(
+                    session_id, event.originator_version, str(event.mode), opened, event.timestamp
+                )
+            continue
+        session_id = originator.removeprefix("plan:")
+        if session_id in broken:
+            continue
+        try:
+            view, entry = apply_plan_event(current.get(session_id), session_id, event)
+        except CorruptHistory as error:
+            broken.add(session_id)
+            changes.corrupt[session_id] = error
+            continue
+        if view is None:
+            continue
+        current[session_id] = view
+        changes.views[session_id] = (event.originator_version, view)
+        if entry is not None:
+            view_after = view if entry.kind == "committed" else None
+            changes.history.append(HistoryRow(session_id, entry, view_after, notification_id))
+    return changes
 
 
 def empty_view(session_id: str, at: object) -> PlanView:
@@ -41,19 +123,37 @@ def empty_view(session_id: str, at: object) -> PlanView:
 def apply_plan_event(
     view: PlanView | None, session_id: str, event: Event
 ) -> tuple[PlanView | None, HistoryEntry | None]:
-    """The view after `event`, and the history entry it adds (None for non-plan events)."""
+    """The view after `event`, and the history entry it adds (None for non-plan events).
+
+    Raises CorruptHistory for an event the rules forbid at this point of the history."""
     position, at = event.originator_version, event.timestamp
     if isinstance(event, Plan.PlanCreated):
+        if view is not None:
+            raise CorruptHistory(
+                session_id, position, "plan_recreated", "the plan was created twice"
+            )
         return empty_view(session_id, at), None
     if view is None:
-        return None, None  # not a plan event, or a plan stream without its creation
+        if isinstance(event, Plan.PlanProposed | Plan.PlanCommitted | Plan.PlanRejected):
+            raise CorruptHistory(
+                session_id, position, "missing_event", "a plan event before the plan's creation"
+            )
+        return None, None
     if isinstance(event, Plan.PlanProposed):
-        policy = view.policy or (POLICY_OF_FORM.get(event.form) if event.form else None)
+        if view.pending_proposal is not None:
+            raise CorruptHistory(
+                session_id,
+                position,
+                "undecided_proposal",
+                f"proposal {event.proposal_id!r} was recorded while "
+                f"{view.pending_proposal.proposal_id!r} was undecided",
+            )
         pending = PendingProposalView(
             proposal_id=event.proposal_id,
             form=event.form,
             expected_revision=event.expected_revision,
             proposed_at=at,
+            candidate=event.candidate,
         )
         entry = HistoryEntry(
             position=position,
@@ -64,13 +164,43 @@ def apply_plan_event(
             client=event.client,
             expected_revision=event.expected_revision,
         )
-        update = {"policy": policy, "pending_proposal": pending, "updated_at": at}
+        update: dict[str, Any] = {"pending_proposal": pending, "updated_at": at}
         return view.model_copy(update=update), entry
     if isinstance(event, Plan.PlanCommitted):
+        pending = _require_pending(view, session_id, position, event.proposal_id)
         snapshot = event.snapshot
+        if pending.candidate != snapshot:
+            raise CorruptHistory(
+                session_id,
+                position,
+                "snapshot_mismatch",
+                f"the committed snapshot differs from proposal {event.proposal_id!r}",
+            )
+        if pending.expected_revision is not None and pending.expected_revision != view.revision:
+            raise CorruptHistory(
+                session_id,
+                position,
+                "revision_conflict",
+                f"a commit expected revision {pending.expected_revision}, the plan was at "
+                f"{view.revision}",
+            )
+        if pending.form is None:
+            raise CorruptHistory(
+                session_id, position, "missing_form", "a commit of a proposal without a form"
+            )
+        # The first commit fixes the policy; a proposal in the other form never commits.
+        policy = view.policy or POLICY_OF_FORM[pending.form]
+        if POLICY_OF_FORM[pending.form] != policy:
+            raise CorruptHistory(
+                session_id,
+                position,
+                "policy_mismatch",
+                f"a {pending.form} proposal was committed to a {policy} plan",
+            )
         before = PlanSnapshot(title=view.title, steps=tuple(view.steps)) if view.revision else None
+        check_commit(policy, view.revision, session_id, position, event.revision, before, snapshot)
         transitions = [
-            Transition(step_id=step_id, from_=old, to=new)
+            Transition.model_validate({"step_id": step_id, "from": old, "to": new})
             for step_id, old, new in rules.step_transitions(before, snapshot)
         ]
         entry = HistoryEntry(
@@ -83,6 +213,7 @@ def apply_plan_event(
         )
         update = {
             "revision": event.revision,
+            "policy": policy,
             "title": snapshot.title,
             "goal_id": snapshot.goal_id,
             "steps": list(snapshot.steps),
@@ -91,10 +222,15 @@ def apply_plan_event(
         }
         return view.model_copy(update=update), entry
     if isinstance(event, Plan.PlanRejected):
+        _require_pending(view, session_id, position, event.proposal_id)
         violations = list(event.violations)
-        pending = view.pending_proposal
-        if pending is not None and pending.proposal_id == event.proposal_id:
-            pending = None
+        if not violations:
+            raise CorruptHistory(
+                session_id,
+                position,
+                "rejection_without_violation",
+                f"proposal {event.proposal_id!r} was rejected without a reason",
+            )
         entry = HistoryEntry(
             position=position,
             kind="rejected",
@@ -103,12 +239,56 @@ def apply_plan_event(
             violations=violations,
         )
         update = {
-            "pending_proposal": pending,
+            "pending_proposal": None,
             "last_rejection": RejectionView(proposal_id=event.proposal_id, violations=violations),
             "updated_at": at,
         }
         return view.model_copy(update=update), entry
     return view, None
+
+
+def check_commit(
+    policy_name: str,
+    current_revision: int,
+    session_id: str,
+    position: int,
+    revision: int,
+    before: PlanSnapshot | None,
+    snapshot: PlanSnapshot,
+) -> None:
+    """The rules replay re-checks on a commit, from what the view knows (the domain's own
+    functions): the revision sequence, the snapshot's rules and the transition's rules."""
+    if revision != current_revision + 1:
+        raise CorruptHistory(
+            session_id,
+            position,
+            "revision_sequence",
+            f"commit says revision {revision} but follows revision {current_revision}",
+        )
+    policy = Policy(policy_name)
+    # Under the strict policy no accepted step is ever removed, so the accepted ids are the
+    # ids of the previous snapshot.
+    accepted = [step.id for step in before.steps] if before else []
+    violations = rules.check_snapshot(policy, snapshot) + rules.check_transition(
+        policy, before, accepted, snapshot
+    )
+    if violations:
+        first = violations[0]
+        raise CorruptHistory(session_id, position, first.code, first.message)
+
+
+def _require_pending(
+    view: PlanView, session_id: str, position: int, proposal_id: str
+) -> PendingProposalView:
+    pending = view.pending_proposal
+    if pending is None or pending.proposal_id != proposal_id:
+        raise CorruptHistory(
+            session_id,
+            position,
+            "unknown_proposal",
+            f"decision for {proposal_id!r}, which is not the undecided proposal",
+        )
+    return pending
 
 
 def fold_history(session_id: str, events: Iterable[Event]) -> list[HistoryEntry]:

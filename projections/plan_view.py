@@ -28,6 +28,7 @@ def plan_view(plan: Plan) -> PlanView:
             form=str(pending.form) if pending.form else None,
             expected_revision=pending.expected_revision,
             proposed_at=pending.proposed_at,
+            candidate=pending.candidate,
         )
         if pending
         else None,

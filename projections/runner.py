@@ -1,9 +1,13 @@
 """The projection runner: committed events, in order, applied exactly once to the views.
 
-One batch = the events read after the tracked position; their view rows, history rows and the
-new position commit together. A crash before that commit leaves the old position and views, so
-the batch is simply applied again; a crash after it leaves nothing to redo. The plan.json files
-are derived from the committed views and tracked separately (rewriting a file is idempotent).
+Writers store the views of their own events in the events' transaction while the views are
+up to date, so the runner has work only when they are behind: after a rebuild, a schema change,
+or events written without views. One batch = the events read after the tracked position; their
+view rows, history rows and the new position commit together. A crash before that commit
+leaves the old position and views, so the batch is simply applied again; a crash after it
+leaves nothing to redo. A session whose history breaks a rule is marked corrupt (rule and
+position kept) and every other session goes on. The plan.json files are derived from the
+committed views and tracked separately (rewriting a file is idempotent).
 """
 
 from __future__ import annotations
@@ -11,20 +15,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from eventsourcing.persistence import Mapper, Notification
 
 from domain.base import Event
-from domain.errors import ErrorKind, LedgerError, SessionNotFound
-from domain.ids import validate_id
-from domain.plan import Plan
-from domain.session import Session
-from projections.fold import apply_plan_event
+from domain.errors import CorruptHistory
+from projections.fold import ViewChanges, fold_events
 from projections.plan_json import write_plan_file
-from projections.shapes import History, HistoryEntry, PlanView
+from projections.shapes import PlanView
 
 VIEWS = "views"  # tracking name of the database views (plan view + history)
 
@@ -34,21 +34,10 @@ class StaleBatch(Exception):
 
 
 @dataclass(frozen=True)
-class HistoryRow:
-    session_id: str
-    notification_id: int
-    entry: HistoryEntry
-    view: PlanView | None = None  # the plan as this commit left it (live clients show it)
-
-
-@dataclass(frozen=True)
-class SessionRow:
-    session_id: str
-    mode: str
-    at: datetime
-
-
-HistoryValues = tuple[str, int, int, str, str, str | None]
+class LoadedView:
+    version: int
+    view: PlanView
+    corrupt: bool
 
 
 class ViewStorage(Protocol):
@@ -57,39 +46,18 @@ class ViewStorage(Protocol):
     def position(self, name: str) -> int: ...
     def set_position(self, name: str, position: int) -> None: ...
     def read_notifications(self, after: int, limit: int) -> list[Notification]: ...
-    def load_views(self, session_ids: Sequence[str]) -> dict[str, PlanView]: ...
+    def load_views(self, session_ids: Sequence[str]) -> dict[str, LoadedView]: ...
     def write_batch(
         self,
         expected_position: int,
         new_position: int,
-        views: dict[str, tuple[int, PlanView]],
-        history: Sequence[HistoryRow],
-        sessions: Sequence[SessionRow] = (),
+        changes: ViewChanges,
+        positions: dict[tuple[str, int], int],
     ) -> None: ...
     def views_changed_after(self, position: int) -> list[tuple[str, PlanView]]: ...
-    def plan_view(self, session_id: str) -> PlanView | None: ...
-    def history(self, session_id: str) -> list[HistoryEntry]: ...
     def wait_for_events(self, timeout: float) -> None: ...
     def reset(self) -> None: ...
     def close(self) -> None: ...
-
-
-SESSION_TOPICS = ("Session.SessionOpened", "Session.CollaborationModeChanged")
-PLAN_EVENTS = (Plan.PlanProposed, Plan.PlanCommitted, Plan.PlanRejected)
-
-
-class ProjectionHalted(LedgerError):
-    """An event the views cannot apply: the runner stops before it, position unchanged."""
-
-    kind = ErrorKind.CORRUPT
-    code = "corrupt_history"
-
-    def __init__(self, position: int, originator: str, reason: str) -> None:
-        super().__init__(
-            f"projection halted at event {position} ({originator}): {reason}; the views stay "
-            f"at the event before it"
-        )
-        self.position = position
 
 
 class ProjectionRunner:
@@ -109,7 +77,7 @@ class ProjectionRunner:
         self.files_tracking = f"plan_json:{home.resolve()}" if home else None
         self.changed = threading.Condition()
         self.position = self.store.position(VIEWS)
-        self.on_advance: list[Callable[[int], None]] = []  # e.g. wake live (SSE) clients
+        self.corrupt: dict[str, CorruptHistory] = {}  # found by this runner, for reports
 
     # -- catching up --------------------------------------------------------------------------
 
@@ -118,33 +86,25 @@ class ProjectionRunner:
 
         `on_batch(events_in_batch, position)` is called after each committed batch.
         """
-        self.sync_files()
-        # Where this runner last left the views. If another runner moved them since, the
-        # batch write finds out (StaleBatch) and we continue from the stored position.
-        position = self.position
+        # Start from where the views are: writers move the position too.
+        position = self.store.position(VIEWS)
         while True:
             batch = self.store.read_notifications(position, self.batch_size)
             if not batch:
                 self._advance(position)
                 return position
             try:
-                position, halted = self._apply(position, batch)
-            except StaleBatch:  # another runner applied it first: start from where it got
+                position = self._apply(position, batch)
+            except StaleBatch:  # another runner (or a writer) got there first
                 position = self.store.position(VIEWS)
                 continue
-            self._advance(position)  # wake waiters before writing any file
-            self.sync_files()
+            self._advance(position)
             if on_batch:
                 on_batch(len(batch), position)
-            if halted is not None:
-                raise halted
             if len(batch) < self.batch_size:
-                return position  # that was everything committed when we read; a later commit
-                # wakes the follower again (its NOTIFY waits in the listening connection)
+                return position
 
-    def _apply(
-        self, position: int, batch: list[Notification]
-    ) -> tuple[int, ProjectionHalted | None]:
+    def _apply(self, position: int, batch: list[Notification]) -> int:
         touched = sorted(
             {
                 str(n.originator_id).removeprefix("plan:")
@@ -153,55 +113,37 @@ class ProjectionRunner:
             }
         )
         loaded = self.store.load_views(touched)
-        changed: dict[str, tuple[int, PlanView]] = {}
-        history: list[HistoryRow] = []
-        sessions: list[SessionRow] = []
-        reached = position
-        halted: ProjectionHalted | None = None
+        events: list[tuple[Event, int]] = []
+        unreadable: dict[str, CorruptHistory] = {}
+        positions: dict[tuple[str, int], int] = {}
         for notification in batch:
+            originator = str(notification.originator_id)
+            positions[(originator, notification.originator_version)] = notification.id
             try:
-                self._fold(notification, loaded, changed, history, sessions)
-            except Exception as error:
-                halted = ProjectionHalted(
-                    notification.id,
-                    str(notification.originator_id),
-                    f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}",
-                )
-                break
-            reached = notification.id
-        if reached > position:
-            self.store.write_batch(position, reached, changed, history, sessions)
-        return reached, halted
-
-    def _fold(
-        self,
-        notification: Notification,
-        views: dict[str, PlanView],
-        changed: dict[str, tuple[int, PlanView]],
-        history: list[HistoryRow],
-        sessions: list[SessionRow],
-    ) -> None:
-        originator = str(notification.originator_id)
-        if not originator.startswith("plan:"):
-            if notification.topic.endswith(SESSION_TOPICS):
                 event = self.mapper.to_domain_event(notification)
-                assert isinstance(event, Session.SessionOpened | Session.CollaborationModeChanged)
-                session_id = originator.removeprefix("session:")
-                sessions.append(SessionRow(session_id, str(event.mode), event.timestamp))
-            return  # goal events change no view; the position still advances
-        event = self.mapper.to_domain_event(notification)
-        assert isinstance(event, Event)
-        session_id = originator.removeprefix("plan:")
-        view = views.get(session_id)
-        if view is None and isinstance(event, PLAN_EVENTS):
-            raise ValueError("a plan event for a session whose plan was never created")
-        new_view, entry = apply_plan_event(view, session_id, event)
-        if new_view is not None:
-            views[session_id] = new_view
-            changed[session_id] = (notification.id, new_view)
-        if entry is not None:
-            view_after = new_view if entry.kind == "committed" else None
-            history.append(HistoryRow(session_id, notification.id, entry, view_after))
+            except Exception as error:  # an edited row that no longer decodes
+                session_id = originator.partition(":")[2]
+                if originator.startswith("plan:") and session_id not in unreadable:
+                    unreadable[session_id] = CorruptHistory(
+                        session_id,
+                        notification.originator_version,
+                        "unreadable_event",
+                        f"{type(error).__name__}: {str(error).splitlines()[0][:300]}",
+                    )
+                continue
+            assert isinstance(event, Event)
+            session_id = originator.removeprefix("plan:")
+            if session_id in unreadable:
+                continue
+            events.append((event, notification.id))
+        views = {sid: loaded[sid].view if sid in loaded else None for sid in touched}
+        corrupt = [sid for sid, view in loaded.items() if view.corrupt]
+        changes = fold_events(views, events, corrupt=[*corrupt, *unreadable])
+        changes.corrupt.update(unreadable)
+        reached = batch[-1].id
+        self.store.write_batch(position, reached, changes, positions)
+        self.corrupt.update(changes.corrupt)
+        return reached
 
     def sync_files(self) -> None:
         """Bring the plan.json files up to the committed views."""
@@ -215,20 +157,6 @@ class ProjectionRunner:
             write_plan_file(self.home, view)
         self.store.set_position(self.files_tracking, views_at)
 
-    # -- reads (after catching up, so a reader sees every committed write) --------------------
-
-    def plan_view(self, session_id: str) -> PlanView:
-        validate_id(session_id)
-        self.catch_up()
-        view = self.store.plan_view(session_id)
-        if view is None:
-            raise SessionNotFound(session_id)
-        return view
-
-    def history(self, session_id: str) -> History:
-        self.plan_view(session_id)
-        return History(session_id=session_id, entries=self.store.history(session_id))
-
     # -- waiting ------------------------------------------------------------------------------
 
     def _advance(self, position: int) -> None:
@@ -237,11 +165,9 @@ class ProjectionRunner:
                 return
             self.position = position
             self.changed.notify_all()
-        for listener in self.on_advance:
-            listener(position)
 
     def wait_for(self, position: int, timeout: float = 5.0) -> bool:
-        """Read-your-writes: block until the views include `position` (True) or time out."""
+        """Block until this runner has applied `position` (True) or time out."""
         with self.changed:
             return self.changed.wait_for(lambda: self.position >= position, timeout=timeout)
 
@@ -250,11 +176,13 @@ class ProjectionRunner:
         self.store.wait_for_events(0)  # start listening before the first catch-up
         while not stop.is_set():
             self.catch_up()
+            self.sync_files()
             self.store.wait_for_events(idle_timeout)
 
     def rebuild(self, on_batch: Callable[[int, int], None] | None = None) -> int:
         """Drop every view and position, then apply all events again."""
         self.store.reset()
+        self.corrupt.clear()
         with self.changed:
             self.position = 0
         return self.catch_up(on_batch)

@@ -10,7 +10,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from planledger.service.ledger import Ledger
+from planledger.service import PlanLedger, open_planledger
 
 POSTGRES_URL = os.environ.get(
     "PLANLEDGER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
@@ -54,12 +54,12 @@ def database_url(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def new_ledger() -> Iterator[Callable[[str], Ledger]]:
-    """Open ledgers (each with its own connection pool) that are closed after the test."""
-    opened: list[Ledger] = []
+def new_ledger() -> Iterator[Callable[[str], PlanLedger]]:
+    """Open services (each with its own connections, like another process), closed after."""
+    opened: list[PlanLedger] = []
 
-    def make(url: str) -> Ledger:
-        opened.append(Ledger(url))
+    def make(url: str) -> PlanLedger:
+        opened.append(open_planledger(url, home=None))
         return opened[-1]
 
     yield make

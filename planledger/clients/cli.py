@@ -2,39 +2,39 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 from pydantic import BaseModel
 from rich.console import Console
 
-from domain.errors import ErrorKind, LedgerError
 from domain.session import Mode
 from planledger.clients import render
+from planledger.clients.exits import (
+    EXIT_CONFLICT,
+    EXIT_FAILED,
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_REJECTED,
+    fail,
+    guarded,
+    warn,
+)
+from planledger.clients.payload import read_payload
 from planledger.service import PlanLedger, open_planledger
-from planledger.service.ledger import InvalidInput
 from planledger.storage.settings import database_settings
-
-EXIT_FAILED, EXIT_INVALID, EXIT_REJECTED, EXIT_CONFLICT, EXIT_UNAVAILABLE = 1, 2, 3, 4, 5
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-EXIT_OF_KIND = {
-    ErrorKind.CORRUPT: EXIT_FAILED,
-    ErrorKind.NOT_FOUND: EXIT_INVALID,
-    ErrorKind.EXISTS: EXIT_INVALID,
-    ErrorKind.INVALID: EXIT_INVALID,
-    ErrorKind.REJECTED: EXIT_REJECTED,
-    ErrorKind.CONFLICT: EXIT_CONFLICT,
-    ErrorKind.UNAVAILABLE: EXIT_UNAVAILABLE,
-}
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 app = typer.Typer(
     name="planledger",
@@ -66,6 +66,11 @@ class ModeChoice(StrEnum):
     plan = "plan"
 
 
+class AgentChoice(StrEnum):
+    codex = "codex"
+    claude = "claude"
+
+
 class _State:
     database: str | None = None
     service: PlanLedger | None = None
@@ -93,8 +98,25 @@ def _global(
             "else SQLite at $PLANLEDGER_HOME/ledger.sqlite3.",
         ),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            expose_value=False,
+            callback=lambda shown: print_version() if shown else None,
+            help="Print the version and exit.",
+        ),
+    ] = False,
 ) -> None:
     state.database = database
+
+
+def print_version() -> None:
+    from importlib.metadata import version
+
+    out.print(f"planledger {version('plan-ledger')}")
+    raise typer.Exit(0)
 
 
 def emit(as_json: bool, model: BaseModel | dict[str, Any], human: object) -> None:
@@ -102,7 +124,7 @@ def emit(as_json: bool, model: BaseModel | dict[str, Any], human: object) -> Non
         data = (
             model.model_dump(mode="json", by_alias=True) if isinstance(model, BaseModel) else model
         )
-        out.print_json(json.dumps(data))
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     else:
         out.print(human)
 
@@ -171,22 +193,10 @@ def _goal_edge(edge: str, doc: str) -> None:
 _goal_edge("complete", "Complete an active goal (exit 3 if it is not active).")
 _goal_edge("block", "Block an active goal (exit 3 if it is not active).")
 _goal_edge("resume", "Resume a blocked goal (exit 3 if it is not blocked).")
-_goal_edge("cancel", "Cancel an active goal (exit 3 if it is not active).")
+_goal_edge("cancel", "Cancel an active or blocked goal (exit 3 if it is neither).")
 
 
 # -- plans ------------------------------------------------------------------------------------
-
-
-def read_payload(source: str) -> Any:
-    try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise InvalidInput(f"cannot read {source!r}: {error}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        where = "standard input" if source == "-" else source
-        raise InvalidInput(f"{where} is not JSON: {error}") from None
 
 
 @plan_app.command("update")
@@ -221,7 +231,8 @@ def plan_update(
     if isinstance(payload, dict) and expected_revision is not None:
         payload = {**payload, "expected_revision": expected_revision}
     decision = service().submit(session_id, payload, client="cli", proposal_id=proposal_id)
-    emit(as_json, decision, render.decision_text(decision))
+    explanation = payload.get("explanation") if isinstance(payload, dict) else None
+    emit(as_json, decision, render.decision_text(decision, explanation))
     if decision.status == "conflict":
         raise typer.Exit(EXIT_CONFLICT)
     if decision.status == "rejected":
@@ -248,6 +259,20 @@ def plan_history(session_id: SessionArg, as_json: JsonFlag = False) -> None:
     emit(as_json, history.as_json(), render.history_table(history))
 
 
+@plan_app.command("file")
+def plan_file(session_id: SessionArg) -> None:
+    """The path of the session's plan.json (per database: see `planledger plan file --help`).
+
+    The default store writes <PLANLEDGER_HOME>/sessions/ID/plan.json; any other database
+    writes under <PLANLEDGER_HOME>/stores/<key>/, so two databases never share files.
+    """
+    ledger = service()
+    ledger.plan(session_id)  # unknown (exit 2) or corrupt (exit 1) sessions have no file
+    files = ledger.files
+    assert files is not None
+    out.print(str(files.path(session_id)), markup=False)
+
+
 @plan_app.command("compaction")
 def plan_compaction(
     session_id: SessionArg,
@@ -272,7 +297,11 @@ app.add_typer(projections_app, name="projections")
 
 @projections_app.command("rebuild")
 def projections_rebuild() -> None:
-    """Drop every view and rebuild it from the events, with a progress bar."""
+    """Drop every view and rebuild it from the events, with a progress bar.
+
+    Every rule is re-checked on the way: exit 1 naming each session whose history breaks one
+    (its plan is then never shown; the other sessions are rebuilt).
+    """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     runner = service().runner
@@ -299,6 +328,29 @@ def projections_rebuild() -> None:
     elapsed = time.perf_counter() - started
     rate = counted / elapsed if elapsed > 0 else 0.0
     out.print(f"rebuilt the views from {counted} events in {elapsed:.2f} s ({rate:,.0f} events/s)")
+    if runner.corrupt:
+        for error in runner.corrupt.values():
+            err.print(f"planledger: corrupt: {error}", markup=False)
+        raise typer.Exit(EXIT_FAILED)
+
+
+@projections_app.command("sync-files")
+def projections_sync_files() -> None:
+    """Bring every plan.json file under PLANLEDGER_HOME up to the views (the back-fill that
+    commands start in the background on a fresh home; safe to run any time)."""
+    import fcntl
+
+    files = service().files
+    if files is None:
+        return
+    files.root.mkdir(parents=True, exist_ok=True)
+    with (files.root / ".sync.lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return  # another back-fill is running
+        written = service().sync_files()
+    out.print(f"{written} plan.json file(s) written under {files.root}")
 
 
 @app.command("serve")
@@ -328,6 +380,122 @@ def serve(
             markup=False,
         )
     uvicorn.run(application, host=host, port=port, log_level="warning", timeout_keep_alive=5)
+
+
+@app.command("acp")
+def acp(
+    agent_command: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[-- AGENT_CMD ...]",
+            help="Proxy this ACP agent, recording its plans; without it, serve ledger sessions.",
+        ),
+    ] = None,
+) -> None:
+    """The ACP agent over stdio, for editors such as Zed (viewer, or proxy with `-- AGENT_CMD`)."""
+    from planledger.clients.acp import run_acp
+
+    raise typer.Exit(run_acp(service, agent_command or []))
+
+
+@app.command("mcp")
+def mcp(
+    session: Annotated[
+        str | None,
+        typer.Option(
+            "--session",
+            metavar="ID",
+            help="Session the tools use when a call names none (opened if missing). "
+            "Default: a new session mcp-<UTC time>-<hex>.",
+        ),
+    ] = None,
+) -> None:
+    """The MCP server on stdio: the plan tools and plan://ID resources, for MCP-speaking agents."""
+    from planledger.clients.mcp import serve_stdio
+
+    serve_stdio(state.database, session)
+
+
+@app.command("import")
+def import_sessions(
+    agent: Annotated[
+        AgentChoice, typer.Argument(metavar="codex|claude", help="Whose transcripts.")
+    ],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(metavar="PATH", help="Files, or folders searched for *.jsonl."),
+    ],
+    as_json: JsonFlag = False,
+) -> None:
+    """Record the plan calls of sessions Codex or Claude Code already ran.
+
+    Exit 0; 2 when some file or line could not be read (the rest is imported).
+    """
+    from planledger.clients.import_command import run_import
+
+    code = run_import(service(), agent.value, paths, as_json=as_json, out=out, err=err)
+    if code:
+        raise typer.Exit(code)
+
+
+# -- agent hooks ------------------------------------------------------------------------------
+
+
+class HookAgent(StrEnum):
+    claude_code = "claude-code"
+    gemini = "gemini"
+    codex = "codex"
+
+
+HookAgentArg = Annotated[HookAgent, typer.Argument(help="claude-code, gemini or codex.")]
+hooks_app = typer.Typer(help="Install the agent hooks into an agent's settings.")
+app.add_typer(hooks_app, name="hooks", no_args_is_help=True)
+
+
+@app.command("hook")
+def hook(
+    agent: Annotated[str, typer.Argument(metavar="AGENT", help="claude-code, gemini or codex.")],
+) -> None:
+    """Handle one hook event of the agent (JSON on stdin, its answer on stdout).
+
+    Always exits 0: an internal error, an unknown AGENT included, is one line on stderr and no
+    answer (fails open; an exit 2 would block the agent's tool call).
+    """
+    from planledger.clients.hooks.runner import run_hook
+
+    run_hook(agent, state.database)
+
+
+@hooks_app.command("install")
+def hooks_install(
+    agent: HookAgentArg,
+    project: Annotated[
+        Path | None,
+        typer.Option("--project", metavar="DIR", help="The project folder (default: here)."),
+    ] = None,
+    user: Annotated[bool, typer.Option("--user", help="The user's settings in ~.")] = False,
+    print_only: Annotated[
+        bool, typer.Option("--print", help="Print the resulting file; write nothing.")
+    ] = False,
+) -> None:
+    """Merge the agent's hook entries into its settings, keeping everything else.
+
+    Files: .claude/settings.json, .gemini/settings.json, .codex/hooks.json (in the project, or in
+    the home folder with --user). Running it twice changes nothing. Exit 2 on unreadable settings.
+    """
+    from planledger.clients.hooks.install import install
+
+    if project is not None and user:
+        fail("give --project DIR or --user, not both", EXIT_INVALID)
+    result = install(
+        agent.value, project=project, user=user, database=state.database, print_only=print_only
+    )
+    if print_only:
+        typer.echo(result.text, nl=False)
+    elif result.written:
+        typer.echo(f"planledger hooks for {agent.value} written to {result.path}")
+    else:
+        typer.echo(f"planledger hooks for {agent.value} already in {result.path}; nothing changed")
 
 
 @app.command("tui")
@@ -383,33 +551,30 @@ def demo() -> None:
 # -- entry point ------------------------------------------------------------------------------
 
 
-def fail(message: str, code: int) -> NoReturn:
-    err.print(f"planledger: error: {message}", markup=False)
-    raise SystemExit(code)
+def run(args: list[str]) -> int:
+    """The full command line on `args` (global options first); returns the exit code."""
+
+    def body() -> int:
+        result = app(args=args, prog_name="planledger", standalone_mode=False)
+        return result if isinstance(result, int) else EXIT_OK
+
+    try:
+        return guarded(body, lambda: database_settings(state.database).display_url)
+    finally:
+        if state.service is not None:
+            closing, state.service = state.service, None
+            with contextlib.suppress(Exception):
+                closing.close()
+            for warning in closing.warnings:
+                warn(warning)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console script entry point."""
-    try:
-        # Standalone mode: usage errors print and exit 2, typer.Exit sets the code.
-        app(args=argv, prog_name="planledger")
-    except LedgerError as error:
-        fail(str(error), EXIT_OF_KIND[error.kind])
-    except Exception as error:
-        if os.environ.get("PLANLEDGER_DEBUG"):
-            raise
-        fail(describe_unexpected(error), EXIT_FAILED)
-    finally:
-        if state.service is not None:
-            state.service.close()
+    """Console script entry point (see planledger.clients.entry)."""
+    from planledger.clients.entry import main as entry_main
+
+    entry_main(argv)
 
 
-def describe_unexpected(error: Exception) -> str:
-    """One line for an error we did not expect, e.g. an unreachable database."""
-    from eventsourcing.persistence import OperationalError, PersistenceError
-
-    first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
-    if isinstance(error, OperationalError | PersistenceError) or "connection" in first_line:
-        where = database_settings(state.database).display_url
-        return f"cannot use the database at {where}: {first_line}"
-    return f"{type(error).__name__}: {first_line} (set PLANLEDGER_DEBUG=1 for a traceback)"
+if __name__ == "__main__":
+    main()

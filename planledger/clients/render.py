@@ -2,43 +2,59 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rich.console import Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from planledger.service.results import Decision, SessionList, SessionView, VerifyReport
-from projections.shapes import History, PlanView
+from domain.models import Violation
+from planledger.clients.plan_panel import plan_panel_of
+from planledger.service.results import Decision, SessionView, VerifyReport
+from projections.shapes import History, PlanView, SessionList
 
-STATUS_MARK = {
-    "completed": ("[x]", "green"),
-    "in_progress": ("[>]", "bold yellow"),
-    "pending": ("[ ]", "default"),
-    "cancelled": ("[-]", "dim strike"),
-}
+MAX_EXPLANATION_SHOWN = 500
 
 
 def plan_panel(view: PlanView) -> Panel:
-    lines: list[Text] = []
-    if not view.steps:
-        lines.append(Text("no plan", style="dim italic"))
-    for step in view.steps:
-        mark, style = STATUS_MARK.get(step.status, ("[?]", "red"))
-        lines.append(
-            Text.assemble((f"{mark} ", style), (step.title, style), (f"  {step.id}", "dim"))
-        )
-    if view.pending_proposal:
-        lines.append(
-            Text(f"undecided proposal {view.pending_proposal.proposal_id}", style="italic cyan")
-        )
-    title = view.title or "(untitled)"
-    subtitle = f"revision {view.revision}" + (f" · {view.policy}" if view.policy else "")
-    if view.goal_id:
-        subtitle += f" · goal {view.goal_id}"
-    return Panel(Group(*lines), title=f"[bold]{title}[/]", subtitle=subtitle, expand=False)
+    return plan_panel_of(view.model_dump(mode="json"))
 
 
-def decision_text(decision: Decision) -> Group:
+def violation_place(violation: Violation) -> str:
+    """Where a violation is: the step id, else the step counted from 1 as people count."""
+    if violation.step_id:
+        return violation.step_id
+    return f"step {violation.index + 1}" if violation.index is not None else ""
+
+
+def violation_lines(violations: Iterable[Violation], indent: str = "  ") -> list[Text]:
+    lines = []
+    for violation in violations:
+        where = violation_place(violation)
+        lines.append(
+            Text.assemble(
+                (f"{indent}- ", "red"),
+                (violation.code, "bold"),
+                (f" [{where}]" if where else "", "dim"),
+                f": {violation.message}",
+            )
+        )
+    return lines
+
+
+def explanation_text(explanation: object) -> Text | None:
+    """The agent's `explanation` (update_plan), shown as it said it, within reason."""
+    if not isinstance(explanation, str) or not explanation.strip():
+        return None
+    shown = explanation.strip()
+    if len(shown) > MAX_EXPLANATION_SHOWN:
+        shown = shown[:MAX_EXPLANATION_SHOWN] + "…"
+    return Text.assemble(("  explanation: ", "dim"), (shown, "italic"))
+
+
+def decision_text(decision: Decision, explanation: object = None) -> Group:
+    """The decision, with the explanation the proposal gave (the decision does not carry it)."""
     if decision.status == "committed":
         head = Text(f"committed revision {decision.revision}", style="bold green")
     elif decision.status == "conflict":
@@ -48,30 +64,27 @@ def decision_text(decision: Decision) -> Group:
     else:
         head = Text(f"rejected (plan stays at revision {decision.revision})", style="bold red")
     lines = [head]
-    for violation in decision.violations:
-        where = violation.step_id or (f"#{violation.index}" if violation.index is not None else "")
-        lines.append(
-            Text.assemble(
-                ("  - ", "red"),
-                (violation.code, "bold"),
-                (f" [{where}]" if where else "", "dim"),
-                f": {violation.message}",
-            )
-        )
+    said = explanation_text(explanation)
+    if said is not None:
+        lines.append(said)
+    lines += violation_lines(decision.violations)
     return Group(*lines)
 
 
 def history_table(history: History) -> Table:
+    """Every entry: a commit's transitions, a rejection's violations with their messages, a
+    proposal's form, expected revision, client and explanation."""
     table = Table(title=f"history of {history.session_id}", show_lines=False)
     for column in ("pos", "kind", "proposal", "revision", "details"):
         table.add_column(column)
     for entry in history.entries:
+        details: str | Text
         if entry.kind == "committed":
             details = ", ".join(
                 f"{t.step_id}: {t.from_ or '∅'}→{t.to or '∅'}" for t in entry.transitions or []
             )
         elif entry.kind == "rejected":
-            details = ", ".join(v.code for v in entry.violations or [])
+            details = Text("\n").join(violation_lines(entry.violations or [], indent=""))
         else:
             details = " ".join(
                 part
@@ -84,6 +97,11 @@ def history_table(history: History) -> Table:
                 )
                 if part
             )
+            # Shown once the history entry carries it (the read side records it from
+            # PlanProposed.explanation); absent entries show nothing.
+            said = explanation_text(getattr(entry, "explanation", None))
+            if said is not None:
+                details = Text.assemble(details, "\n", said)
         style = {"committed": "green", "rejected": "red"}.get(entry.kind, "")
         table.add_row(
             str(entry.position),

@@ -7,24 +7,31 @@ its own codes. It never builds a ledger, a store or a runner of its own.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from domain.errors import SessionNotFound
+from domain.errors import (
+    CorruptHistory,
+    LedgerError,
+    RevisionNotFound,
+    SessionNotFound,
+    StorageUnavailable,
+)
 from domain.ids import validate_id
 from domain.session import Mode
 from planledger.service.feed import ChangeSignal, FeedEvent
+from planledger.service.files import PlanFiles
 from planledger.service.ledger import Call, Ledger
-from planledger.service.results import Decision, SessionList, SessionView, VerifyReport
+from planledger.service.results import Decision, SessionView, VerifyReport
+from planledger.storage.errors import probe_cause, unavailable_cause
 from planledger.storage.settings import DatabaseSettings, database_settings, home_dir
 from planledger.storage.views import ViewStore, open_store
 from projections.compaction import DEFAULT_MAX_CHARS, CompactionSnapshot, build_plan_snapshot
 from projections.runner import ProjectionRunner
-from projections.shapes import History, PlanView
+from projections.shapes import CorruptMark, History, PlanView, SessionList
 
 FEED_BATCH = 500
 
@@ -32,7 +39,8 @@ FEED_BATCH = 500
 @dataclass(frozen=True)
 class Health:
     store_position: int
-    error: str | None = None
+    error: str | None = None  # the database or the live feed is down
+    warnings: tuple[str, ...] = ()  # side effects failing (plan.json files)
 
 
 def describe(error: BaseException) -> str:
@@ -49,29 +57,37 @@ class PlanLedger:
         self.home = home
         self.ledger = Ledger(database)
         self.views: ViewStore = open_store(database)
-        self.runner = ProjectionRunner(self.views, self.ledger.mapper, home=home)
+        self.runner = ProjectionRunner(self.views, self.ledger.mapper)
+        self.files = PlanFiles(home, database, self.views) if home is not None else None
         self._runner_lock = threading.Lock()
         self._signal: ChangeSignal | None = None
         self._signal_lock = threading.Lock()
+        self._catch_up_if_behind()
 
     # -- commands ---------------------------------------------------------------------------
 
     def open_session(self, session_id: str, mode: Mode | str = Mode.WORK) -> SessionView:
         """Open a session and its empty plan; `exists` if it is already open."""
         view = self.ledger.open_session(session_id, Mode(mode))
-        self._after_write()
+        self._after_write(session_id)
         return view
 
     def set_mode(self, session_id: str, mode: Mode | str) -> SessionView:
         """The user's explicit switch of the collaboration mode (recorded as an event)."""
-        return self.ledger.set_mode(session_id, Mode(mode))
+        view = self.ledger.set_mode(session_id, Mode(mode))
+        self._after_write()
+        return view
 
     def start_goal(self, session_id: str, goal_id: str, objective: str) -> SessionView:
-        return self.ledger.start_goal(session_id, goal_id, objective)
+        view = self.ledger.start_goal(session_id, goal_id, objective)
+        self._after_write()
+        return view
 
     def move_goal(self, session_id: str, goal_id: str, edge: str) -> SessionView:
         """edge: complete, block, resume or cancel."""
-        return self.ledger.move_goal(session_id, goal_id, edge)
+        view = self.ledger.move_goal(session_id, goal_id, edge)
+        self._after_write()
+        return view
 
     def submit(
         self,
@@ -83,13 +99,13 @@ class PlanLedger:
     ) -> Decision:
         """Propose and decide in one call; the views include the decision when it returns."""
         decision = self.ledger.submit(session_id, payload, client=client, proposal_id=proposal_id)
-        self._after_write()
+        self._after_write(*_committed(session_id, decision))
         return decision
 
     def submit_batch(self, session_id: str, calls: Sequence[Call]) -> list[Decision]:
         """Many calls on one session, each decided as `submit` would, in one transaction."""
         decisions = self.ledger.submit_batch(session_id, calls)
-        self._after_write()
+        self._after_write(*_committed(session_id, *decisions))
         return decisions
 
     def propose(
@@ -108,7 +124,7 @@ class PlanLedger:
     def decide(self, session_id: str, proposal_id: str) -> Decision:
         """Stage two: decide a recorded proposal (or return the outcome it already has)."""
         decision = self.ledger.decide(session_id, proposal_id)
-        self._after_write()
+        self._after_write(*_committed(session_id, decision))
         return decision
 
     # -- queries ----------------------------------------------------------------------------
@@ -122,34 +138,64 @@ class PlanLedger:
 
     def sessions(self) -> SessionList:
         """Every session, newest first."""
-        self._catch_up()
         return self.views.session_list()
 
     def plan(self, session_id: str, revision: int | None = None) -> PlanView:
-        """The plan view now, or the committed plan as it stood at `revision`."""
-        if revision is not None:
-            return self.ledger.plan(session_id, revision)
-        validate_id(session_id)
-        self._catch_up()
-        view = self.views.plan_view(session_id)
-        if view is None:
-            raise SessionNotFound(session_id)
-        return view
+        """The plan view now, or the committed plan as it stood at `revision` (both from the
+        views, which the rules were re-checked into: a corrupt session is an error)."""
+        view = self._sound_view(session_id)
+        if revision is None or revision == view.revision:
+            return view
+        if revision > view.revision:
+            raise RevisionNotFound(
+                f"session {session_id!r} has no revision {revision} (latest: {view.revision})"
+            )
+        at = self.views.plan_at(session_id, revision)
+        if at is None:
+            raise RevisionNotFound(f"session {session_id!r} has no revision {revision}")
+        return at
 
     def history(self, session_id: str) -> History:
         """Every proposal, commit and rejection of the session, in order."""
-        self.plan(session_id)
+        self._sound_view(session_id)
         return History(session_id=session_id, entries=self.views.history(session_id))
 
     def compaction(self, session_id: str, max_chars: int = DEFAULT_MAX_CHARS) -> CompactionSnapshot:
         """The bounded handoff summary; a plan that cannot be read is `unreadable`."""
         validate_id(session_id)
-        self.session(session_id)
+        if self.views.plan_view(session_id) is None:
+            raise SessionNotFound(session_id)
         return build_plan_snapshot(lambda: self.plan(session_id), max_chars)
 
+    def _sound_view(self, session_id: str) -> PlanView:
+        validate_id(session_id)
+        found = self.views.plan_view(session_id)
+        if found is None:
+            raise SessionNotFound(session_id)
+        view, corrupt = found
+        if corrupt is not None:
+            raise CorruptHistory(session_id, corrupt.position, corrupt.rule, corrupt.message)
+        return view
+
     def verify(self, session_ids: Sequence[str] | None = None) -> VerifyReport:
-        """Replay from the first event (never a snapshot), re-checking every rule."""
-        return self.ledger.verify(session_ids)
+        """Replay from the first event (never a snapshot), re-checking every rule. A session
+        found corrupt is marked so in the views: reads refuse it from then on."""
+        for session_id in session_ids or ():
+            validate_id(session_id)
+            if self.views.plan_view(session_id) is None and not self.ledger.session_exists(
+                session_id
+            ):
+                raise SessionNotFound(session_id)
+        report = self.ledger.verify(session_ids)
+        for problem in report.problems:
+            if problem.rule != "session_not_found":
+                self.views.mark_corrupt(
+                    problem.session_id,
+                    CorruptMark(
+                        rule=problem.rule, position=problem.position, message=problem.message
+                    ),
+                )
+        return report
 
     # -- live feed --------------------------------------------------------------------------
 
@@ -158,6 +204,8 @@ class PlanLedger:
     ) -> AsyncIterator[FeedEvent]:
         """Every plan event after store position `after` (of one session, or all), in store
         order, then each new one as any writer commits it. Runs until the caller stops."""
+        import asyncio
+
         if session_id is not None:
             await asyncio.to_thread(self.session, session_id)  # not_found before following
         signal = self._change_signal()
@@ -175,7 +223,6 @@ class PlanLedger:
         self, after: int, session_id: str | None = None, limit: int = FEED_BATCH
     ) -> list[FeedEvent]:
         """The feed's events after store position `after`, without waiting."""
-        self._catch_up()
         return [
             FeedEvent(
                 store_position=position,
@@ -194,28 +241,67 @@ class PlanLedger:
         except Exception as error:
             return Health(store_position=0, error=f"database unavailable: {describe(error)}")
         feed_error = self._signal.error if self._signal is not None else None
-        return Health(store_position=position, error=feed_error)
+        return Health(store_position=position, error=feed_error, warnings=tuple(self.warnings[-5:]))
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def _after_write(self) -> None:
-        self._catch_up()
+    def catch_up(self) -> int:
+        """Bring the views up to the store (they are behind only after a rebuild, a schema
+        change, or events written without views); returns the position reached."""
+        with self._runner_lock:
+            return self.runner.catch_up()
+
+    def _catch_up_if_behind(self) -> None:
+        reached, last = self.views.status()
+        if reached < last:
+            self.catch_up()
+
+    def _after_write(self, *committed: str) -> None:
+        if self.ledger.views_behind.is_set():
+            self.ledger.views_behind.clear()
+            self.catch_up()
+        if self.files is not None:
+            for session_id in committed:
+                found = self.views.plan_view(session_id)
+                if found is not None and found[1] is None:
+                    self.files.write(found[0])
         if self._signal is not None:
             self._signal.fire()
 
-    def _catch_up(self) -> None:
-        with self._runner_lock:
-            self.runner.catch_up()
+    @property
+    def warnings(self) -> list[str]:
+        """Side effects that failed after a commit (plan.json files): never a failed commit."""
+        return self.files.warnings if self.files is not None else []
+
+    def follow_files(self) -> None:
+        """For long-running processes: keep the plan.json files following every writer."""
+        self._change_signal().start()
+
+    def sync_files(self) -> int:
+        """Bring every plan.json file up to the views now (the background back-fill)."""
+        return self.files.sync() if self.files is not None else 0
 
     def _change_signal(self) -> ChangeSignal:
         with self._signal_lock:
             if self._signal is None:
                 store = open_store(self.database)  # its own connection to wait on
-                self._signal = ChangeSignal(store.wait_for_events)
+
+                def wait_for_change(timeout: float) -> None:
+                    store.wait_for_events(timeout)
+                    self._catch_up_if_behind()
+                    if self.files is not None:
+                        try:
+                            self.files.sync()
+                        except OSError as error:
+                            self.files.warnings.append(f"plan.json files not written: {error}")
+
+                self._signal = ChangeSignal(wait_for_change)
                 self._signal_store = store
             return self._signal
 
     def close(self) -> None:
+        if self.files is not None and self._signal is None:
+            self.files.settle()  # a one-shot process: back-fill in the background if needed
         if self._signal is not None:
             self._signal.stop()
             self._signal_store.close()
@@ -229,10 +315,27 @@ class PlanLedger:
         self.close()
 
 
+def _committed(session_id: str, *decisions: Decision) -> list[str]:
+    """[session_id] when one of the decisions wrote a commit (its plan.json is then due)."""
+    wrote = any(d.status == "committed" and d.store_position is not None for d in decisions)
+    return [session_id] if wrote else []
+
+
 def open_planledger(
     url: str | None = None, *, home: Path | Callable[[], Path] | None = home_dir
 ) -> PlanLedger:
     """The service on `url` (else PLANLEDGER_DATABASE_URL, else the SQLite default), with
     plan.json files under `home` (PLANLEDGER_HOME by default; None writes none)."""
     files = home() if callable(home) else home
-    return PlanLedger(database_settings(url), files)
+    settings = database_settings(url)
+    try:
+        return PlanLedger(settings, files)
+    except LedgerError:
+        raise
+    except Exception as error:
+        cause = unavailable_cause(error)
+        if cause is None:
+            raise
+        raise StorageUnavailable(
+            f"storage unavailable ({settings.display_url}): {probe_cause(settings) or cause}"
+        ) from error

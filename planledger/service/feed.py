@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import threading
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel
-
+from domain.models import Model
 from projections.shapes import HistoryEntry, PlanView
 
+if TYPE_CHECKING:  # asyncio is imported where it runs: a one-shot command never needs it
+    import asyncio
 
-class FeedEvent(BaseModel):
+
+class FeedEvent(Model):
     """One proposed / committed / rejected event, with the plan a commit left."""
 
     store_position: int
@@ -84,6 +85,8 @@ class ChangeSignal:
     async def wait(self, timeout: float) -> None:
         """Return after the next change (or `timeout` seconds)."""
         self.start()
+        import asyncio
+
         event = asyncio.Event()
         with self._lock:
             self._waiters.append((asyncio.get_running_loop(), event))

@@ -21,12 +21,13 @@ from domain.base import Aggregate, Event
 from domain.errors import (
     CorruptHistory,
     ErrorKind,
+    InvalidInput,
     LedgerError,
     ProposalNotFound,
     SessionExists,
     SessionNotFound,
 )
-from domain.forms import clean_text, parse_proposal
+from domain.forms import ParsedProposal, clean_text, parse_proposal
 from domain.ids import plan_aggregate_id, session_aggregate_id, validate_id
 from domain.models import PlanSnapshot, Violation
 from domain.plan import Outcome, PendingProposal, Plan
@@ -38,21 +39,19 @@ from planledger.service.results import (
     SessionView,
     VerifyReport,
 )
+from planledger.storage.errors import heals
+from planledger.storage.recorder import InlineViews
+from planledger.storage.schema import ensure_schema, schema_is_current
 from planledger.storage.settings import DatabaseSettings, database_settings
 from planledger.storage.transcoding import PydanticTranscoding
-from projections.compaction import DEFAULT_MAX_CHARS, CompactionSnapshot, build_plan_snapshot
-from projections.fold import fold_history
-from projections.plan_view import plan_view, plan_view_at
-from projections.shapes import History, PlanView
+from projections.fold import ViewChanges, fold_events
+from projections.plan_view import plan_view
+from projections.shapes import PlanView
 
 MAX_ATTEMPTS = 100
 MAX_OBJECTIVE_CHARS = 2000
 WRITE_CACHE_SIZE = 1000  # plans kept by a long-running process (server) between commands
 A = TypeVar("A", bound=Aggregate)
-
-
-class InvalidInput(LedgerError):
-    """The input could not be read as a proposal at all (not a JSON object)."""
 
 
 class Contention(LedgerError):
@@ -90,9 +89,14 @@ class Ledger(Application[str]):
         )
         self.database = settings
         self.lost_races = 0  # saves refused because another writer appended first
-        self._write_cache: dict[str, Plan] = {}
+        self._write_cache: dict[str, tuple[Plan, PlanView]] = {}
         self._write_cache_lock = threading.Lock()
+        self.views_behind = threading.Event()  # set when a save could not store its views
+        current = schema_is_current(settings)  # fails at once, naming why, when unreachable
         super().__init__(env=settings.env)
+        if not current:
+            snapshots = self.snapshots.recorder if self.snapshots else None
+            ensure_schema(settings, self.recorder, snapshots)
 
     def construct_env(self, name: str, env: EnvType | None = None) -> Environment:
         # Only our own setting counts: never os.environ, never silent in-memory storage.
@@ -107,16 +111,22 @@ class Ledger(Application[str]):
 
     # -- sessions and goals -----------------------------------------------------------------
 
+    @heals
     def open_session(self, session_id: str, mode: Mode = Mode.WORK) -> SessionView:
         """Open a session (and its empty plan). SessionExists if it is already open."""
         validate_id(session_id)
         session = Session.open(session_aggregate_id(session_id), session_id, Mode(mode))
         plan = Plan.create(plan_aggregate_id(session_id), session_id)
         try:
-            self.save(session, plan)
+            self._store(session, plan)
         except IntegrityError:
             raise SessionExists(session_id) from None
         return session_view(session)
+
+    def session_exists(self, session_id: str) -> bool:
+        """Whether any event of the session was ever stored (verify of a named session)."""
+        aggregate_id = session_aggregate_id(session_id)
+        return bool(self.recorder.select_events(aggregate_id, limit=1))
 
     def session(self, session_id: str) -> SessionView:
         return session_view(self._session(session_id))
@@ -171,21 +181,22 @@ class Ledger(Application[str]):
         decision = self._propose(session_id, payload, client, proposal_id, decide=False)
         return decision.proposal_id
 
+    @heals
     def decide(self, session_id: str, proposal_id: str) -> Decision:
         """Stage two: decide a recorded proposal, or return the outcome it already has."""
         for _ in self._attempts():
-            plan = self._checkout(session_id)
+            plan, before = self._checkout(session_id)
             outcome = plan.outcomes.get(proposal_id)
             if outcome is None:
-                plan = self._plan(session_id)  # the cached plan may predate the proposal
+                plan, before = self._load(session_id)  # the cached plan may predate it
                 outcome = plan.outcomes.get(proposal_id)
             if outcome is None:
                 raise ProposalNotFound(f"session {session_id!r} has no proposal {proposal_id!r}")
             if outcome.status != "pending":
-                self._checkin(plan)
+                self._checkin(plan, before)
                 return decision_of(proposal_id, outcome, plan.revision)
             outcome = plan.decide(self._goals_for(session_id, plan.pending))
-            decision = self._save_decision(plan, proposal_id, outcome)
+            decision = self._save_decision(plan, before, proposal_id, outcome)
             if decision is not None:
                 return decision
         raise Contention(f"too many concurrent writers on session {session_id!r}")
@@ -204,22 +215,35 @@ class Ledger(Application[str]):
         parsed = parse_proposal(payload)
         proposal_id = parsed.proposal_id or proposal_id or uuid.uuid4().hex
         validate_id(proposal_id, "proposal id")
-        content = fingerprint(payload)
+        return self._decide_proposal(
+            session_id, parsed, proposal_id, fingerprint(payload), client, decide
+        )
+
+    @heals
+    def _decide_proposal(
+        self,
+        session_id: str,
+        parsed: ParsedProposal,
+        proposal_id: str,
+        content: str,
+        client: str | None,
+        decide: bool,
+    ) -> Decision:
         for _ in self._attempts():
-            plan = self._checkout(session_id)
+            plan, before = self._checkout(session_id)
             known = plan.outcomes.get(proposal_id)
             if known is not None and known.fingerprint != content:
-                self._checkin(plan)
+                self._checkin(plan, before)
                 return reused_decision(proposal_id, plan.revision)
             if known is not None and (known.status != "pending" or not decide):
-                self._checkin(plan)
+                self._checkin(plan, before)
                 return decision_of(proposal_id, known, plan.revision)
             if known is None:
                 plan.propose(proposal_id, parsed, content, client)
             outcome = plan.outcomes[proposal_id]
             if decide:
                 outcome = plan.decide(self._goals_for(session_id, plan.pending))
-            decision = self._save_decision(plan, proposal_id, outcome)
+            decision = self._save_decision(plan, before, proposal_id, outcome)
             if decision is not None:
                 return decision
         raise Contention(f"too many concurrent writers on session {session_id!r}")
@@ -236,8 +260,14 @@ class Ledger(Application[str]):
             proposal_id = parsed.proposal_id or call.proposal_id or uuid.uuid4().hex
             validate_id(proposal_id, "proposal id")
             parsed_calls.append((parsed, proposal_id, fingerprint(call.payload), call.client))
+        return self._record_batch(session_id, parsed_calls)
+
+    @heals
+    def _record_batch(
+        self, session_id: str, parsed_calls: list[tuple[ParsedProposal, str, str, str | None]]
+    ) -> list[Decision]:
         for _ in self._attempts():
-            plan = self._checkout(session_id)
+            plan, before = self._checkout(session_id)
             decisions: list[tuple[Decision, int]] = []  # with the count of events before it
             for parsed, proposal_id, content, client in parsed_calls:
                 known = plan.outcomes.get(proposal_id)
@@ -253,25 +283,27 @@ class Ledger(Application[str]):
                 decided = decision_of(proposal_id, outcome, plan.revision)
                 decisions.append((decided, len(plan.pending_events)))
             try:
-                recordings = self.save(plan) if plan.pending_events else []
+                recordings, after = self._store_plan(plan, before)
             except IntegrityError:
                 self.lost_races += 1
                 continue
-            self._checkin(plan)
+            self._checkin(plan, after)
             for decided, written in decisions:
                 if written > 0 and recordings:
                     decided.store_position = recordings[written - 1].notification.id
             return [decided for decided, _ in decisions]
         raise Contention(f"too many concurrent writers on session {session_id!r}")
 
-    def _save_decision(self, plan: Plan, proposal_id: str, outcome: Outcome) -> Decision | None:
+    def _save_decision(
+        self, plan: Plan, before: PlanView, proposal_id: str, outcome: Outcome
+    ) -> Decision | None:
         """Save; None when another writer got there first (the caller re-decides)."""
         try:
-            recordings = self.save(plan)
+            recordings, after = self._store_plan(plan, before)
         except IntegrityError:
             self.lost_races += 1
             return None
-        self._checkin(plan)
+        self._checkin(plan, after)
         decision = decision_of(proposal_id, outcome, plan.revision)
         decision.store_position = recordings[-1].notification.id if recordings else None
         return decision
@@ -281,25 +313,6 @@ class Ledger(Application[str]):
         if pending is None or pending.candidate is None or pending.candidate.goal_id is None:
             return set()
         return set(self._session(session_id).goals)
-
-    def plan(self, session_id: str, revision: int | None = None) -> PlanView:
-        """The plan now, or as it stood at `revision`."""
-        if revision is None:
-            return plan_view(self._plan(session_id))
-        self._plan(session_id)  # the session must exist and its history must be sound
-        return plan_view_at(session_id, self._events(plan_aggregate_id(session_id)), revision)
-
-    def compaction(self, session_id: str, max_chars: int = DEFAULT_MAX_CHARS) -> CompactionSnapshot:
-        """The bounded compaction handoff summary; a plan that cannot be read is `unreadable`."""
-        validate_id(session_id)
-        if not self.recorder.select_events(plan_aggregate_id(session_id), limit=1):
-            raise SessionNotFound(session_id)
-        return build_plan_snapshot(lambda: self.plan(session_id), max_chars)
-
-    def history(self, session_id: str) -> History:
-        self._plan(session_id)
-        events = self._events(plan_aggregate_id(session_id))
-        return History(session_id=session_id, entries=fold_history(session_id, events))
 
     # -- verification -----------------------------------------------------------------------
 
@@ -368,6 +381,7 @@ class Ledger(Application[str]):
             position = stored.originator_version
             try:
                 event = self.mapper.to_domain_event(stored)
+                assert isinstance(event, Event)
                 aggregate = event.mutate(aggregate)
             except CorruptHistory as error:
                 return aggregate, Problem(
@@ -394,24 +408,50 @@ class Ledger(Application[str]):
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def _checkout(self, session_id: str) -> Plan:
-        """The plan to decide on: the one this process last saved, else read from the store.
+    def _checkout(self, session_id: str) -> tuple[Plan, PlanView]:
+        """The plan to decide on, with its view: the one this process last saved, else read
+        from the store.
 
         A plan is taken out of the cache, so two threads never share one; a stale one (another
         process wrote since) cannot commit: its next version collides on the events' primary
         key, the save raises IntegrityError, and the retry reads the store.
         """
         with self._write_cache_lock:
-            plan = self._write_cache.pop(session_id, None)
-        return plan if plan is not None else self._plan(session_id)
+            cached = self._write_cache.pop(session_id, None)
+        return cached if cached is not None else self._load(session_id)
 
-    def _checkin(self, plan: Plan) -> None:
+    def _load(self, session_id: str) -> tuple[Plan, PlanView]:
+        plan = self._plan(session_id)
+        return plan, plan_view(plan)
+
+    def _checkin(self, plan: Plan, view: PlanView) -> None:
         """Keep a plan whose every event is stored, for the next command on its session."""
         assert not plan.pending_events
         with self._write_cache_lock:
-            self._write_cache[plan.session_id] = plan
+            self._write_cache[plan.session_id] = (plan, view)
             while len(self._write_cache) > WRITE_CACHE_SIZE:
                 del self._write_cache[next(iter(self._write_cache))]
+
+    def _store_plan(self, plan: Plan, before: PlanView) -> tuple[list[Any], PlanView]:
+        """Save the plan's new events with their views; returns the recordings and the view."""
+        if not plan.pending_events:
+            return [], before
+        recordings, changes = self._store(plan, before={plan.session_id: before})
+        changed = changes.views.get(plan.session_id)
+        return recordings, changed[1] if changed else before
+
+    def _store(
+        self, *aggregates: Aggregate, before: Mapping[str, PlanView | None] | None = None
+    ) -> tuple[list[Any], ViewChanges]:
+        """Save the aggregates' new events and, in the same transaction, the views they change
+        (when the views are up to date; otherwise `views_behind` is set for a catch-up)."""
+        events = [(event, None) for aggregate in aggregates for event in aggregate.pending_events]
+        changes = fold_events(before or {}, events)  # type: ignore[arg-type]
+        views = InlineViews(changes)
+        recordings = self.save(*aggregates, views=views)
+        if not views.applied:
+            self.views_behind.set()
+        return recordings, changes
 
     def _plan(self, session_id: str) -> Plan:
         return self._get(plan_aggregate_id(session_id), session_id, Plan)
@@ -419,10 +459,11 @@ class Ledger(Application[str]):
     def _session(self, session_id: str) -> Session:
         return self._get(session_aggregate_id(session_id), session_id, Session)
 
+    @heals
     def _get(self, aggregate_id: str, session_id: str, kind: type[A]) -> A:
         validate_id(session_id)
         try:
-            aggregate = self.repository.get(aggregate_id)
+            aggregate: Any = self.repository.get(aggregate_id)
         except AggregateNotFoundError:
             raise SessionNotFound(session_id) from None
         except LedgerError:
@@ -438,21 +479,17 @@ class Ledger(Application[str]):
         assert isinstance(aggregate, kind)
         return aggregate
 
+    @heals
     def _update(self, session_id: str, load: Callable[[str], A], change: Callable[[A], None]) -> A:
         for _ in self._attempts():
             aggregate = load(session_id)
             change(aggregate)
             try:
-                self.save(aggregate)
+                self._store(aggregate)
             except IntegrityError:
                 continue
             return aggregate
         raise Contention(f"too many concurrent writers on session {session_id!r}")
-
-    def _events(self, aggregate_id: str) -> Iterator[Event]:
-        for event in self.events.get(aggregate_id):
-            assert isinstance(event, Event)
-            yield event
 
     @staticmethod
     def _attempts() -> Iterator[int]:

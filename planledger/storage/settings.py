@@ -10,6 +10,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from domain.errors import LedgerError
 
 DEFAULT_HOME = Path("~/.local/share/planledger")
+# Our recorders (views stored with their events), each imported only for its database.
+SQLITE_RECORDER = "planledger.storage.sqlite_recorder:ViewsSQLiteRecorder"
+POSTGRES_RECORDER = "planledger.storage.postgres_recorder:OneTripPostgresRecorder"
 
 
 class SettingsError(LedgerError):
@@ -57,7 +60,8 @@ def database_settings(url: str | None = None) -> DatabaseSettings:
     A PostgreSQL URL may carry `?schema=NAME` to keep the ledger's tables in their own schema.
     """
     url = resolve_database_url(url)
-    common = {"ORIGINATOR_ID_TYPE": "text", "CREATE_TABLE": "y"}
+    # Tables are set up once per database by planledger.storage.schema, never on every start.
+    common = {"ORIGINATOR_ID_TYPE": "text", "CREATE_TABLE": "n"}
     if url.startswith("sqlite://"):
         path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else ""
         if not path:
@@ -74,7 +78,9 @@ def database_settings(url: str | None = None) -> DatabaseSettings:
                 **common,
                 "PERSISTENCE_MODULE": "eventsourcing.sqlite",
                 "SQLITE_DBNAME": path,
-                "SQLITE_LOCK_TIMEOUT": "10",
+                # A lock held past this is "storage unavailable" (exit 5), well within 3 s.
+                "SQLITE_LOCK_TIMEOUT": "2",
+                "APPLICATION_RECORDER_TOPIC": SQLITE_RECORDER,
             },
         )
     if url.startswith(("postgresql://", "postgres://")):
@@ -97,8 +103,8 @@ def database_settings(url: str | None = None) -> DatabaseSettings:
             "POSTGRES_USER": unquote(parts.username),
             # The library insists on a password even under trust authentication.
             "POSTGRES_PASSWORD": unquote(parts.password or ""),
-            "POSTGRES_CONNECT_TIMEOUT": "5",
-            "APPLICATION_RECORDER_TOPIC": "planledger.storage.recorder:OneTripPostgresRecorder",
+            "POSTGRES_CONNECT_TIMEOUT": "2",
+            "APPLICATION_RECORDER_TOPIC": POSTGRES_RECORDER,
         }
         schema = parse_qs(parts.query).get("schema")
         if schema:
@@ -107,4 +113,21 @@ def database_settings(url: str | None = None) -> DatabaseSettings:
     raise SettingsError(
         f"unsupported database URL {url!r}: use sqlite:///path or "
         "postgresql://user[:password]@host:port/db"
+    )
+
+
+def postgres_conninfo(settings: DatabaseSettings) -> str:
+    """The libpq connection string of a PostgreSQL setting (tables in its schema)."""
+    from psycopg.conninfo import make_conninfo
+
+    env = settings.env
+    schema = env.get("POSTGRES_SCHEMA", "public")
+    return make_conninfo(
+        host=env["POSTGRES_HOST"],
+        port=env["POSTGRES_PORT"],
+        dbname=env["POSTGRES_DBNAME"],
+        user=env["POSTGRES_USER"],
+        password=env["POSTGRES_PASSWORD"] or None,
+        connect_timeout=env.get("POSTGRES_CONNECT_TIMEOUT", "2"),
+        options=f"-c search_path={schema}",
     )

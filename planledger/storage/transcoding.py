@@ -13,7 +13,7 @@ class PydanticTranscoding(Transcoding):
     """`{"_type_": "plan_snapshot", "_data_": {...}}` in the stored event JSON."""
 
     def __init__(self, model: type[BaseModel]) -> None:
-        self.type = model
+        self.type: type[BaseModel] = model
         self.name = re.sub(r"(?<!^)(?=[A-Z])", "_", model.__name__).lower()
 
     def encode(self, obj: BaseModel) -> dict[str, Any]:

@@ -16,18 +16,13 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 
-import psycopg
 from eventsourcing.persistence import Notification
-from psycopg_pool import ConnectionPool
 
-from planledger.service.results import SessionList, SessionListItem
 from planledger.storage.settings import DatabaseSettings
-from projections.runner import VIEWS, HistoryRow, HistoryValues, SessionRow, StaleBatch
-from projections.shapes import HistoryEntry, PlanView
-
-
-def _entry_json(entry: HistoryEntry) -> str:
-    return entry.model_dump_json(by_alias=True)
+from planledger.storage.view_rows import Row, rows_of, write_rows
+from projections.fold import ViewChanges, empty_view
+from projections.runner import VIEWS, LoadedView, StaleBatch
+from projections.shapes import CorruptMark, HistoryEntry, PlanView, SessionList, SessionListItem
 
 
 class ViewStore(ABC):
@@ -50,7 +45,7 @@ class ViewStore(ABC):
         """Run a statement on the writer's connection."""
 
     @abstractmethod
-    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    def _executemany(self, sql: str, rows: Sequence[Row]) -> None:
         """Run a statement once per row on the writer's connection."""
 
     @abstractmethod
@@ -68,42 +63,6 @@ class ViewStore(ABC):
     @abstractmethod
     def close(self) -> None:
         """Close every connection."""
-
-    # -- schema -------------------------------------------------------------------------------
-
-    def setup(self) -> None:
-        j = self.json_type
-        with self.lock, self._write_transaction():
-            self._execute(
-                "CREATE TABLE IF NOT EXISTS planledger_tracking "
-                "(projection TEXT PRIMARY KEY, position BIGINT NOT NULL)"
-            )
-            self._execute(
-                "CREATE TABLE IF NOT EXISTS planledger_plan_views (session_id TEXT PRIMARY KEY, "
-                f"position BIGINT NOT NULL, revision BIGINT NOT NULL, view {j} NOT NULL)"
-            )
-            self._execute(
-                "CREATE TABLE IF NOT EXISTS planledger_plan_history (session_id TEXT NOT NULL, "
-                "position BIGINT NOT NULL, notification_id BIGINT NOT NULL, kind TEXT NOT NULL, "
-                f"entry {j} NOT NULL, view {j}, PRIMARY KEY (session_id, position))"
-            )
-            self._execute(
-                "CREATE INDEX IF NOT EXISTS planledger_plan_history_feed "
-                "ON planledger_plan_history (session_id, notification_id)"
-            )
-            self._execute(
-                "CREATE INDEX IF NOT EXISTS planledger_plan_history_store "
-                "ON planledger_plan_history (notification_id)"
-            )
-            self._execute(
-                "CREATE TABLE IF NOT EXISTS planledger_sessions (session_id TEXT PRIMARY KEY, "
-                "mode TEXT NOT NULL, opened_at TEXT NOT NULL, updated_at TEXT NOT NULL)"
-            )
-            self._execute(
-                "INSERT INTO planledger_tracking (projection, position) "
-                f"VALUES ({self.placeholder}, 0) ON CONFLICT (projection) DO NOTHING",
-                (VIEWS,),
-            )
 
     def reset(self) -> None:
         """Forget every view and position (the start of a rebuild)."""
@@ -128,66 +87,58 @@ class ViewStore(ABC):
             rows = self._execute(f"SELECT MAX({self.id_column}) FROM {self.events_table}")
         return int(rows[0][0] or 0)
 
-    def load_views(self, session_ids: Sequence[str]) -> dict[str, PlanView]:
+    def mark_corrupt(self, session_id: str, mark: CorruptMark) -> None:
+        """Record that the session's history breaks a rule (found by verify)."""
+        p = self.placeholder
+        with self.lock, self._write_transaction():
+            self._execute(
+                f"UPDATE planledger_plan_views SET corrupt = {p} WHERE session_id = {p}",
+                (mark.model_dump_json(), session_id),
+            )
+
+    def status(self) -> tuple[int, int]:
+        """(position the views have reached, last store position): equal when up to date."""
+        rows = self._query(
+            "SELECT (SELECT position FROM planledger_tracking WHERE projection = 'views'), "
+            f"(SELECT MAX({self.id_column}) FROM {self.events_table})"
+        )
+        return int(rows[0][0] or 0), int(rows[0][1] or 0)
+
+    def load_views(self, session_ids: Sequence[str]) -> dict[str, LoadedView]:
         if not session_ids:
             return {}
         marks = ", ".join([self.placeholder] * len(session_ids))
         with self.lock:
             rows = self._execute(
-                f"SELECT session_id, view FROM planledger_plan_views WHERE session_id IN ({marks})",
+                "SELECT session_id, version, view, corrupt FROM planledger_plan_views "
+                f"WHERE session_id IN ({marks})",
                 list(session_ids),
             )
-        return {row[0]: PlanView.model_validate(_json(row[1])) for row in rows}
+        return {
+            row[0]: LoadedView(
+                int(row[1]), PlanView.model_validate(json_value(row[2])), row[3] is not None
+            )
+            for row in rows
+        }
 
     def write_batch(
         self,
         expected_position: int,
         new_position: int,
-        views: dict[str, tuple[int, PlanView]],
-        history: Sequence[HistoryRow],
-        sessions: Sequence[SessionRow] = (),
+        changes: ViewChanges,
+        positions: dict[tuple[str, int], int],
     ) -> None:
-        """Views, history rows and the new tracking position, in one transaction.
+        """View rows, history rows and the new tracking position, in one transaction.
 
         StaleBatch if the tracking position is no longer `expected_position`.
         """
         p = self.placeholder
+        rows = rows_of(changes, lambda aggregate, version: positions.get((aggregate, version)))
         with self.lock, self._write_transaction():
             current = self._locked_position(VIEWS)
             if current != expected_position:
                 raise StaleBatch(f"views are at {current}, batch expected {expected_position}")
-            if views:
-                self._executemany(
-                    "INSERT INTO planledger_plan_views (session_id, position, revision, view) "
-                    f"VALUES ({p}, {p}, {p}, {p}) ON CONFLICT (session_id) DO UPDATE SET "
-                    "position = excluded.position, revision = excluded.revision, "
-                    "view = excluded.view",
-                    [
-                        (sid, pos, view.revision, view.model_dump_json())
-                        for sid, (pos, view) in views.items()
-                    ],
-                )
-            if history:
-                self._insert_history(
-                    [
-                        (
-                            r.session_id,
-                            r.entry.position,
-                            r.notification_id,
-                            r.entry.kind,
-                            _entry_json(r.entry),
-                            r.view.model_dump_json() if r.view is not None else None,
-                        )
-                        for r in history
-                    ]
-                )
-            if sessions:
-                self._executemany(
-                    "INSERT INTO planledger_sessions (session_id, mode, opened_at, updated_at) "
-                    f"VALUES ({p}, {p}, {p}, {p}) ON CONFLICT (session_id) DO UPDATE SET "
-                    "mode = excluded.mode, updated_at = excluded.updated_at",
-                    [(s.session_id, s.mode, s.at.isoformat(), s.at.isoformat()) for s in sessions],
-                )
+            write_rows(self._executemany, rows, p)
             self._execute(
                 f"UPDATE planledger_tracking SET position = {p} WHERE projection = {p}",
                 (new_position, VIEWS),
@@ -201,15 +152,6 @@ class ViewStore(ABC):
                 "ON CONFLICT (projection) DO UPDATE SET position = excluded.position",
                 (name, position),
             )
-
-    def _insert_history(self, rows: Sequence[HistoryValues]) -> None:
-        p = self.placeholder
-        self._executemany(
-            "INSERT INTO planledger_plan_history "
-            "(session_id, position, notification_id, kind, entry, view) "
-            f"VALUES ({p}, {p}, {p}, {p}, {p}, {p})",
-            rows,
-        )
 
     def _locked_position(self, name: str) -> int:
         rows = self._execute(
@@ -225,20 +167,40 @@ class ViewStore(ABC):
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run a read on a connection of the calling thread's own (never the writer's)."""
 
-    def plan_view(self, session_id: str) -> PlanView | None:
+    def plan_view(self, session_id: str) -> tuple[PlanView, CorruptMark | None] | None:
+        """The session's plan view, and the rule its history broke if it is corrupt."""
         rows = self._query(
-            "SELECT view FROM planledger_plan_views WHERE session_id = " + self.placeholder,
+            "SELECT view, corrupt FROM planledger_plan_views WHERE session_id = "
+            + self.placeholder,
             (session_id,),
         )
-        return PlanView.model_validate(_json(rows[0][0])) if rows else None
+        if not rows:
+            return None
+        corrupt = CorruptMark.model_validate(json_value(rows[0][1])) if rows[0][1] else None
+        return PlanView.model_validate(json_value(rows[0][0])), corrupt
+
+    def plan_at(self, session_id: str, revision: int) -> PlanView | None:
+        """The plan as commit `revision` left it (0: as the plan was created)."""
+        p = self.placeholder
+        if revision == 0:
+            rows = self._query(
+                f"SELECT opened_at FROM planledger_sessions WHERE session_id = {p}", (session_id,)
+            )
+            return empty_view(session_id, rows[0][0]) if rows else None
+        rows = self._query(
+            "SELECT view FROM planledger_plan_history WHERE session_id = "
+            f"{p} AND revision = {p} AND kind = 'committed'",
+            (session_id, revision),
+        )
+        return PlanView.model_validate(json_value(rows[0][0])) if rows else None
 
     def views_changed_after(self, position: int) -> list[tuple[str, PlanView]]:
         rows = self._query(
-            "SELECT session_id, view FROM planledger_plan_views WHERE position > "
-            + self.placeholder,
+            "SELECT session_id, view FROM planledger_plan_views WHERE corrupt IS NULL "
+            f"AND position > {self.placeholder}",
             (position,),
         )
-        return [(row[0], PlanView.model_validate(_json(row[1]))) for row in rows]
+        return [(row[0], PlanView.model_validate(json_value(row[1]))) for row in rows]
 
     def history(self, session_id: str) -> list[HistoryEntry]:
         rows = self._query(
@@ -246,7 +208,7 @@ class ViewStore(ABC):
             f"{self.placeholder} ORDER BY position",
             (session_id,),
         )
-        return [HistoryEntry.model_validate(_json(row[0])) for row in rows]
+        return [HistoryEntry.model_validate(json_value(row[0])) for row in rows]
 
     def feed_after(
         self, after: int, session_id: str | None, limit: int
@@ -264,8 +226,8 @@ class ViewStore(ABC):
             (
                 row[0],
                 int(row[1]),
-                HistoryEntry.model_validate(_json(row[2])),
-                PlanView.model_validate(_json(row[3])) if row[3] is not None else None,
+                HistoryEntry.model_validate(json_value(row[2])),
+                PlanView.model_validate(json_value(row[3])) if row[3] is not None else None,
             )
             for row in rows
         ]
@@ -281,7 +243,7 @@ class ViewStore(ABC):
         for session_id, mode, session_at, revision, view in rows:
             updated = datetime.fromisoformat(session_at)
             if view is not None:
-                plan_at = _json(view).get("updated_at")
+                plan_at = json_value(view).get("updated_at")
                 if plan_at:
                     updated = max(updated, datetime.fromisoformat(plan_at))
             items.append(
@@ -295,27 +257,8 @@ class ViewStore(ABC):
         items.sort(key=lambda item: (item.updated_at, item.session_id), reverse=True)
         return SessionList(sessions=items)
 
-    def history_after(
-        self, session_id: str, notification_id: int, limit: int = 500
-    ) -> list[tuple[int, HistoryEntry, PlanView | None]]:
-        """Entries of one session after a notification id, in order (for live feeds)."""
-        p = self.placeholder
-        rows = self._query(
-            "SELECT notification_id, entry, view FROM planledger_plan_history "
-            f"WHERE session_id = {p} AND notification_id > {p} ORDER BY notification_id LIMIT {p}",
-            (session_id, notification_id, limit),
-        )
-        return [
-            (
-                int(row[0]),
-                HistoryEntry.model_validate(_json(row[1])),
-                PlanView.model_validate(_json(row[2])) if row[2] is not None else None,
-            )
-            for row in rows
-        ]
 
-
-def _notifications(rows: Sequence[tuple[Any, ...]]) -> list[Notification]:
+def notifications_of(rows: Sequence[tuple[Any, ...]]) -> list[Notification]:
     """(id, originator_id, originator_version, topic, state) rows as library notifications."""
     return [
         Notification(
@@ -325,92 +268,8 @@ def _notifications(rows: Sequence[tuple[Any, ...]]) -> list[Notification]:
     ]
 
 
-def _json(value: Any) -> Any:
+def json_value(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str | bytes) else value
-
-
-class PostgresViewStore(ViewStore):
-    def __init__(self, database: DatabaseSettings) -> None:
-        super().__init__(database)
-        env = database.env
-        self.schema = env.get("POSTGRES_SCHEMA", "public")
-        self.conninfo = psycopg.conninfo.make_conninfo(
-            host=env["POSTGRES_HOST"],
-            port=env["POSTGRES_PORT"],
-            dbname=env["POSTGRES_DBNAME"],
-            user=env["POSTGRES_USER"],
-            password=env["POSTGRES_PASSWORD"] or None,
-            connect_timeout=env.get("POSTGRES_CONNECT_TIMEOUT", "5"),
-            options=f"-c search_path={self.schema}",
-        )
-        self.events_table = f'"{self.schema}".planledger_events'
-        self.channel = "planledger_events"  # the library NOTIFYs this channel on every insert
-        self.conn = psycopg.connect(self.conninfo, autocommit=True)
-        # The views are derived data: a crash may lose the last view transactions, never half
-        # of one (the position commits with its rows), and the events replay them. So the view
-        # writes need not wait for their WAL flush.
-        self.conn.execute("SET synchronous_commit = off")
-        self.listener: psycopg.Connection[Any] | None = None
-        self.readers = ConnectionPool(
-            self.conninfo, min_size=1, max_size=8, kwargs={"autocommit": True}, open=True
-        )
-
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self.readers.connection() as conn:
-            return conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
-
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self.conn.cursor() as cursor:
-            cursor.execute(sql, params)  # type: ignore[arg-type]
-            return cursor.fetchall() if cursor.description else []
-
-    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        with self.conn.cursor() as cursor:
-            cursor.executemany(sql, rows)  # type: ignore[arg-type]
-
-    @contextmanager
-    def _write_transaction(self) -> Iterator[None]:
-        with self.conn.transaction():
-            yield
-
-    def _insert_history(self, rows: Sequence[HistoryValues]) -> None:
-        # COPY: several times cheaper than row-by-row INSERTs when a rebuild writes 100k rows.
-        with (
-            self.conn.cursor() as cursor,
-            cursor.copy(
-                "COPY planledger_plan_history "
-                "(session_id, position, notification_id, kind, entry, view) FROM STDIN"
-            ) as copy,
-        ):
-            for row in rows:
-                copy.write_row(row)
-
-    def read_notifications(self, after: int, limit: int) -> list[Notification]:
-        # SHARE mode waits for every transaction that is still inserting (they hold ROW
-        # EXCLUSIVE or the library's EXCLUSIVE lock) and keeps new inserts out while we read:
-        # so no event with a lower notification id can commit after we have passed it.
-        with self.lock, self.conn.transaction():
-            self._execute(f"LOCK TABLE {self.events_table} IN SHARE MODE")
-            rows = self._execute(
-                "SELECT notification_id, originator_id, originator_version, topic, state "
-                f"FROM {self.events_table} WHERE notification_id > %s "
-                "ORDER BY notification_id LIMIT %s",
-                (after, limit),
-            )
-        return _notifications(rows)
-
-    def wait_for_events(self, timeout: float) -> None:
-        if self.listener is None:
-            self.listener = psycopg.connect(self.conninfo, autocommit=True)
-            self.listener.execute(f"LISTEN {self.channel}")
-        for _ in self.listener.notifies(timeout=timeout, stop_after=1):
-            break
-
-    def close(self) -> None:
-        self.readers.close()
-        for conn in (self.conn, self.listener):
-            if conn is not None:
-                conn.close()
 
 
 class SqliteViewStore(ViewStore):
@@ -423,8 +282,9 @@ class SqliteViewStore(ViewStore):
     def __init__(self, database: DatabaseSettings) -> None:
         super().__init__(database)
         self.path = database.env["SQLITE_DBNAME"]
+        self.timeout = float(database.env["SQLITE_LOCK_TIMEOUT"])
         self.conn = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=30
+            self.path, isolation_level=None, check_same_thread=False, timeout=self.timeout
         )
         self._data_version = -1
         self._readers = threading.local()
@@ -434,7 +294,7 @@ class SqliteViewStore(ViewStore):
         conn = getattr(self._readers, "conn", None)
         if conn is None:
             conn = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=30
+                self.path, isolation_level=None, check_same_thread=False, timeout=self.timeout
             )
             self._readers.conn = conn
             with self.lock:
@@ -466,7 +326,7 @@ class SqliteViewStore(ViewStore):
                 "FROM stored_events WHERE rowid > ? ORDER BY rowid LIMIT ?",
                 (after, limit),
             )
-        return _notifications(rows)
+        return notifications_of(rows)
 
     def wait_for_events(self, timeout: float) -> None:
         # SQLite has no notifications: watch the file's data_version, which changes on
@@ -488,8 +348,9 @@ class SqliteViewStore(ViewStore):
 
 
 def open_store(database: DatabaseSettings) -> ViewStore:
-    store: ViewStore = (
-        PostgresViewStore(database) if database.is_postgres else SqliteViewStore(database)
-    )
-    store.setup()
-    return store
+    """The view store of a database whose schema is set up (see planledger.storage.schema)."""
+    if database.is_postgres:
+        from planledger.storage.postgres_views import PostgresViewStore  # psycopg: only here
+
+        return PostgresViewStore(database)
+    return SqliteViewStore(database)

@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -246,12 +247,27 @@ def test_verify_finds_an_edited_row(cli: Cli) -> None:
 def test_database_errors_are_one_line(cli: Cli) -> None:
     bad_url = cli("--database", "mysql://x/y", "session", "show", "s1")
     assert bad_url.returncode == 2 and "unsupported database URL" in bad_url.stderr
+    started = time.monotonic()
     unreachable = cli(
-        "--database", "postgresql://postgres@127.0.0.1:1/test", "session", "show", "s1"
-    )
-    assert unreachable.returncode == 1
+        "session", "show", "s1", "--database", "postgresql://postgres@127.0.0.1:1/test"
+    )  # a global option after the command, too
+    assert unreachable.returncode == 5  # storage unavailable: retry later
+    assert time.monotonic() - started < 3
     assert len(unreachable.stderr.strip().splitlines()) == 1
-    assert "cannot use the database" in unreachable.stderr
+    assert "storage unavailable" in unreachable.stderr
+    assert "Connection refused" in unreachable.stderr  # the cause, not a pool timeout
+
+
+def test_usage_errors_version_and_unknown_sessions(cli: Cli) -> None:
+    for args in (["plan", "show"], ["plan", "shw", "x"], ["session", "open"], []):
+        result = cli(*args)
+        assert result.returncode == 2, args
+        assert len(result.stderr.strip().splitlines()) == 1, (args, result.stderr)
+        assert result.stderr.startswith("planledger: error: "), result.stderr
+    version = cli("--version")
+    assert version.returncode == 0 and version.stdout.startswith("planledger ")
+    unknown = cli("verify", "nosuch")
+    assert unknown.returncode == 2 and "session_not_found" in unknown.stderr
 
 
 def test_plan_compaction(cli: Cli) -> None:

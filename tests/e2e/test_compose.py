@@ -19,6 +19,8 @@ def test_compose_file_is_valid() -> None:
     jsonschema.Draft7Validator(schema).validate(compose)  # the schema declares draft-07
     postgres, server = compose["services"]["postgres"], compose["services"]["server"]
     assert postgres["healthcheck"]["test"] and server["healthcheck"]["test"]
+    for service in (postgres, server):  # failures while starting up do not count
+        assert service["healthcheck"]["start_period"]
     assert {"pgdata", "planledger-home"} <= set(compose["volumes"])
     url = server["environment"]["PLANLEDGER_DATABASE_URL"]
     assert url == "postgresql://planledger:planledger@postgres:5432/planledger"
@@ -32,6 +34,13 @@ def test_dockerfile_serves_the_ledger() -> None:
     assert "HEALTHCHECK" in dockerfile and "USER planledger" in dockerfile
     for package in ("domain", "projections", "planledger"):
         assert f"COPY {package} ./{package}" in dockerfile
+
+
+def test_the_mit_license_pyproject_declares_is_there() -> None:
+    assert 'license = "MIT"' in (ROOT / "pyproject.toml").read_text()
+    license_text = (ROOT / "LICENSE").read_text()
+    assert license_text.startswith("MIT License")
+    assert "Copyright (c) the plan ledger authors" in license_text
 
 
 def test_readme_names_the_compose_database_url() -> None:

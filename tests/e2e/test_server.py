@@ -921,6 +921,13 @@ def bad_requests() -> list[tuple[str, str, str, dict[str, Any], int | None]]:
             {"content": b'{"expected_revision": 1' + b"0" * 5000 + b"}", **raw},
             None,
         ),
+        (
+            "plan: 600 deep (1.2 KB)",
+            "POST",
+            plan,
+            {"content": b'{"plan": [], "notes": ' + b"[" * 600 + b"]" * 600 + b"}", **raw},
+            422,
+        ),
         ("plan: proposal_id type", "POST", plan, {"json": {**PLAN_2, "proposal_id": 5}}, 422),
         ("plan: proposal_id path", "POST", plan, {"json": {**PLAN_2, "proposal_id": "../x"}}, 422),
         ("plan: goal_id type", "POST", plan, {"json": {**PLAN_2, "goal_id": ["g"]}}, 422),
@@ -1211,21 +1218,28 @@ def test_schemathesis_finds_no_server_error_or_schema_break(
     assert int(generated.group(1)) >= 300 and generated.group(1) == generated.group(2), output
 
 
-@pytest.mark.skip(reason="TEMPORARY: becomes the corrupt-session read-side test")
-def test_health_reports_a_halted_read_side(sqlite_url: str, tmp_path: Path) -> None:
+def test_a_corrupt_session_is_reported_and_the_others_keep_working(
+    sqlite_url: str, tmp_path: Path
+) -> None:
     import sqlite3
 
     with running_server(sqlite_url, tmp_path / "home") as server, server.client() as api:
         open_session(api, "s")
+        open_session(api, "ok")
         with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as db:
             db.execute(
                 "INSERT INTO stored_events (originator_id, originator_version, topic, state) "
                 "VALUES ('plan:s', 99, 'domain.plan:Plan.PlanCommitted', x'7b6e6f74')"
             )
         deadline = time.monotonic() + 10
-        while (response := api.get("/healthz")).status_code == 200:
-            assert time.monotonic() < deadline, "the halt never showed in /healthz"
+        while (response := api.get("/sessions/s/plan")).status_code == 200:
+            assert time.monotonic() < deadline, "the corrupt session was never reported"
             time.sleep(0.05)
-        assert response.status_code == 503
-        body = response.json()
-        assert body["status"] == "halted" and "projection halted at event" in body["error"]
+        assert response.status_code == 409
+        error = response.json()["error"]
+        assert error["code"] == "corrupt_history" and "unreadable_event" in error["message"]
+        assert api.get("/sessions/s/plan/history").status_code == 409
+        compaction = get_json(api, "/sessions/s/plan/compaction")
+        assert compaction["state"] == "unreadable"
+        assert propose(api, "ok", PLAN_1, 200)["revision"] == 1  # the others keep working
+        assert get_json(api, "/healthz")["status"] == "ok"

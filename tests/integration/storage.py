@@ -73,3 +73,29 @@ def count_events(url: str) -> int:
         row = conn.execute(f'SELECT count(*) FROM "{schema}".planledger_events').fetchone()
         assert row is not None
         return int(row[0])
+
+
+def delete_events(url: str, originator_id: str, *versions: int) -> None:
+    """Remove event rows (all of the stream when no version is named)."""
+    if url.startswith("sqlite"):
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            if versions:
+                for version in versions:
+                    conn.execute(
+                        "DELETE FROM stored_events WHERE originator_id=? AND originator_version=?",
+                        (originator_id, version),
+                    )
+            else:
+                conn.execute("DELETE FROM stored_events WHERE originator_id=?", (originator_id,))
+        return
+    dsn, schema = _split_postgres(url)
+    with psycopg.connect(dsn) as conn:
+        table = f'"{schema}".planledger_events'
+        if versions:
+            for version in versions:
+                conn.execute(
+                    f"DELETE FROM {table} WHERE originator_id=%s AND originator_version=%s",
+                    (originator_id, version),
+                )
+        else:
+            conn.execute(f"DELETE FROM {table} WHERE originator_id=%s", (originator_id,))

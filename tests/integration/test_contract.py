@@ -18,8 +18,9 @@ from domain.errors import (
     SessionNotFound,
 )
 from domain.session import Mode
-from planledger.service.ledger import InvalidInput, Ledger
-from tests.integration.storage import count_events, edit_event
+from planledger.service import PlanLedger, open_planledger
+from planledger.service.ledger import InvalidInput
+from tests.integration.storage import count_events, delete_events, edit_event
 
 
 def strict(*steps: tuple[str, str], title: str = "Ship export", **extra: Any) -> dict[str, Any]:
@@ -35,8 +36,8 @@ def codex(*steps: tuple[str, str], **extra: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def ledger(database_url: str) -> Iterator[Ledger]:
-    app = Ledger(database_url)
+def ledger(database_url: str) -> Iterator[PlanLedger]:
+    app = open_planledger(database_url, home=None)
     app.open_session("s1")
     yield app
     app.close()
@@ -46,7 +47,7 @@ def codes(decision: Any) -> list[str]:
     return [v.code for v in decision.violations]
 
 
-def test_commit_then_rejection_leaves_revision(ledger: Ledger) -> None:
+def test_commit_then_rejection_leaves_revision(ledger: PlanLedger) -> None:
     first = ledger.submit("s1", strict(("a", "in_progress"), ("b", "pending")))
     assert (first.status, first.revision) == ("committed", 1)
     bad = ledger.submit("s1", strict(("b", "in_progress")))
@@ -60,7 +61,7 @@ def test_commit_then_rejection_leaves_revision(ledger: Ledger) -> None:
     assert view.last_rejection.proposal_id == bad.proposal_id
 
 
-def test_every_violation_reported_and_nothing_written_to_the_plan(ledger: Ledger) -> None:
+def test_every_violation_reported_and_nothing_written_to_the_plan(ledger: PlanLedger) -> None:
     ledger.submit("s1", strict(("a", "in_progress"), ("b", "pending")))
     ledger.submit("s1", strict(("a", "completed"), ("b", "in_progress")))
     bad = ledger.submit(
@@ -90,7 +91,7 @@ def test_every_violation_reported_and_nothing_written_to_the_plan(ledger: Ledger
     assert ledger.session("s1").mode == "work"
 
 
-def test_conflict_with_expected_revision(ledger: Ledger) -> None:
+def test_conflict_with_expected_revision(ledger: PlanLedger) -> None:
     ledger.submit("s1", strict(("a", "in_progress")))
     stale = ledger.submit("s1", strict(("a", "completed"), expected_revision=0))
     assert stale.status == "conflict"
@@ -100,7 +101,7 @@ def test_conflict_with_expected_revision(ledger: Ledger) -> None:
     assert (fresh.status, fresh.revision) == ("committed", 2)
 
 
-def test_unknown_session_and_invalid_ids(ledger: Ledger) -> None:
+def test_unknown_session_and_invalid_ids(ledger: PlanLedger) -> None:
     with pytest.raises(SessionNotFound):
         ledger.submit("nope", strict(("a", "in_progress")))
     with pytest.raises(SessionNotFound):
@@ -115,7 +116,7 @@ def test_unknown_session_and_invalid_ids(ledger: Ledger) -> None:
         ledger.submit("s1", ["not", "an", "object"])
 
 
-def test_idempotent_retry_writes_nothing(ledger: Ledger, database_url: str) -> None:
+def test_idempotent_retry_writes_nothing(ledger: PlanLedger, database_url: str) -> None:
     payload = strict(("a", "in_progress"), proposal_id="call-1")
     first = ledger.submit("s1", payload)
     events = count_events(database_url)
@@ -129,7 +130,7 @@ def test_idempotent_retry_writes_nothing(ledger: Ledger, database_url: str) -> N
     assert ledger.plan("s1").revision == 1
 
 
-def test_idempotent_retry_of_a_rejection(ledger: Ledger) -> None:
+def test_idempotent_retry_of_a_rejection(ledger: PlanLedger) -> None:
     first = ledger.submit(
         "s1", strict(("a", "in_progress"), ("b", "in_progress")), proposal_id="r1"
     )
@@ -140,7 +141,7 @@ def test_idempotent_retry_of_a_rejection(ledger: Ledger) -> None:
     assert codes(again) == ["multiple_in_progress"]
 
 
-def test_two_stage_propose_then_decide(ledger: Ledger) -> None:
+def test_two_stage_propose_then_decide(ledger: PlanLedger) -> None:
     proposal_id = ledger.propose("s1", strict(("a", "in_progress")))
     view = ledger.plan("s1")
     assert view.revision == 0 and view.steps == []
@@ -154,7 +155,7 @@ def test_two_stage_propose_then_decide(ledger: Ledger) -> None:
         ledger.decide("s1", "never-proposed")
 
 
-def test_newer_proposal_supersedes_undecided_one(ledger: Ledger) -> None:
+def test_newer_proposal_supersedes_undecided_one(ledger: PlanLedger) -> None:
     older = ledger.propose("s1", strict(("a", "in_progress")))
     newer = ledger.propose("s1", strict(("b", "in_progress")))
     superseded = ledger.decide("s1", older)
@@ -170,14 +171,14 @@ def test_newer_proposal_supersedes_undecided_one(ledger: Ledger) -> None:
     ]
 
 
-def test_policy_fixed_by_first_proposal(ledger: Ledger) -> None:
+def test_policy_fixed_by_first_proposal(ledger: PlanLedger) -> None:
     ledger.submit("s1", codex(("Locate the failure", "in_progress")))
     mismatch = ledger.submit("s1", strict(("a", "in_progress")))
     assert codes(mismatch) == ["policy_mismatch"]
     assert ledger.plan("s1").policy == "replace"
 
 
-def test_codex_form_replaces_and_clears(ledger: Ledger) -> None:
+def test_codex_form_replaces_and_clears(ledger: PlanLedger) -> None:
     ledger.submit("s1", codex(("Locate the failure", "completed"), ("Fix it", "in_progress")))
     view = ledger.plan("s1")
     assert [s.id for s in view.steps] == ["locate-the-failure", "fix-it"]
@@ -189,7 +190,7 @@ def test_codex_form_replaces_and_clears(ledger: Ledger) -> None:
     assert (view.revision, view.steps, view.title) == (3, [], None)
 
 
-def test_goal_id_must_name_a_goal_of_the_session(ledger: Ledger) -> None:
+def test_goal_id_must_name_a_goal_of_the_session(ledger: PlanLedger) -> None:
     ledger.open_session("s2")
     ledger.start_goal("s2", "g-other", "someone else's goal")
     missing = ledger.submit("s1", strict(("a", "in_progress"), goal_id="g-other"))
@@ -200,7 +201,7 @@ def test_goal_id_must_name_a_goal_of_the_session(ledger: Ledger) -> None:
     assert ledger.plan("s1").goal_id == "g1"
 
 
-def test_goals_and_should_continue(ledger: Ledger) -> None:
+def test_goals_and_should_continue(ledger: PlanLedger) -> None:
     ledger.submit("s1", strict(("a", "in_progress"), ("b", "pending")))
     assert ledger.should_continue("s1") is False  # an unfinished plan never asks for a turn
     ledger.start_goal("s1", "g1", "ship it")
@@ -218,7 +219,7 @@ def test_goals_and_should_continue(ledger: Ledger) -> None:
     assert view.should_continue is False
 
 
-def test_mode_changes_only_by_command(ledger: Ledger) -> None:
+def test_mode_changes_only_by_command(ledger: PlanLedger) -> None:
     assert ledger.session("s1").mode == "work"
     ledger.set_mode("s1", Mode.PLAN)
     assert ledger.session("s1").mode == "plan"
@@ -227,7 +228,7 @@ def test_mode_changes_only_by_command(ledger: Ledger) -> None:
     assert ledger.session("s1").mode == "plan"
 
 
-def test_plan_at_revision_and_history_transitions(ledger: Ledger) -> None:
+def test_plan_at_revision_and_history_transitions(ledger: PlanLedger) -> None:
     ledger.submit("s1", strict(("a", "in_progress"), ("b", "pending")))
     ledger.submit("s1", strict(("a", "completed"), ("b", "in_progress"), ("c", "pending")))
     at_one = ledger.plan("s1", revision=1)
@@ -245,7 +246,7 @@ def test_plan_at_revision_and_history_transitions(ledger: Ledger) -> None:
 
 
 def test_verify_clean_then_tampered_commit(
-    ledger: Ledger, database_url: str, new_ledger: Callable[[str], Ledger]
+    ledger: PlanLedger, database_url: str, new_ledger: Callable[[str], PlanLedger]
 ) -> None:
     ledger.submit("s1", strict(("a", "in_progress"), ("b", "pending")))  # events 2, 3
     ledger.submit("s1", strict(("a", "completed"), ("b", "in_progress")))  # events 4, 5
@@ -266,7 +267,7 @@ def test_verify_clean_then_tampered_commit(
 
 
 def test_tampered_commit_alone_is_a_snapshot_mismatch(
-    ledger: Ledger, database_url: str, new_ledger: Callable[[str], Ledger]
+    ledger: PlanLedger, database_url: str, new_ledger: Callable[[str], PlanLedger]
 ) -> None:
     ledger.submit("s1", strict(("a", "in_progress")))
     ledger.submit("s1", strict(("a", "completed")))
@@ -284,7 +285,7 @@ def test_tampered_commit_alone_is_a_snapshot_mismatch(
 
 
 def test_reopened_step_caught_on_replay(
-    ledger: Ledger, database_url: str, new_ledger: Callable[[str], Ledger]
+    ledger: PlanLedger, database_url: str, new_ledger: Callable[[str], PlanLedger]
 ) -> None:
     ledger.submit("s1", strict(("a", "completed"), ("b", "in_progress"), ("c", "pending")))
     ledger.submit("s1", strict(("a", "completed"), ("b", "completed"), ("c", "in_progress")))
@@ -305,7 +306,7 @@ def test_reopened_step_caught_on_replay(
 
 
 def test_undecodable_event_is_named(
-    ledger: Ledger, database_url: str, new_ledger: Callable[[str], Ledger]
+    ledger: PlanLedger, database_url: str, new_ledger: Callable[[str], PlanLedger]
 ) -> None:
     ledger.submit("s1", strict(("a", "in_progress")))
 
@@ -318,7 +319,7 @@ def test_undecodable_event_is_named(
 
 
 def test_snapshots_speed_reads_but_verify_ignores_them(
-    database_url: str, new_ledger: Callable[[str], Ledger]
+    database_url: str, new_ledger: Callable[[str], PlanLedger]
 ) -> None:
     app = new_ledger(database_url)
     app.open_session("long")
@@ -326,8 +327,8 @@ def test_snapshots_speed_reads_but_verify_ignores_them(
     for n in range(60):  # 120 plan events: a snapshot is taken at version 100
         steps = [(t, "completed") for t in titles[:n]] + [(titles[n], "in_progress")]
         assert app.submit("long", codex(*steps)).status == "committed"
-    assert app.snapshots is not None
-    assert list(app.snapshots.get("plan:long"))  # a snapshot exists
+    assert app.ledger.snapshots is not None
+    assert list(app.ledger.snapshots.get("plan:long"))  # a snapshot exists
     fresh = new_ledger(database_url)
     assert fresh.plan("long").revision == 60
 
@@ -346,15 +347,15 @@ def test_snapshots_speed_reads_but_verify_ignores_them(
     assert (problem.position, problem.rule) == (21, "multiple_in_progress")
 
 
-def test_session_ids_and_verify_all(ledger: Ledger) -> None:
+def test_session_ids_and_verify_all(ledger: PlanLedger) -> None:
     ledger.open_session("s2")
-    assert ledger.session_ids() == ["s1", "s2"]
+    assert ledger.ledger.session_ids() == ["s1", "s2"]
     report = ledger.verify()
     assert report.ok and report.sessions_checked == 2
 
 
 def test_compaction_snapshot(
-    ledger: Ledger, database_url: str, new_ledger: Callable[[str], Ledger]
+    ledger: PlanLedger, database_url: str, new_ledger: Callable[[str], PlanLedger]
 ) -> None:
     assert ledger.compaction("s1").state == "absent"
     ledger.submit("s1", strict(("a", "completed"), ("b", "in_progress"), ("c", "pending")))
@@ -368,13 +369,17 @@ def test_compaction_snapshot(
         data["snapshot"]["_data_"]["steps"] = "not a list"
 
     edit_event(database_url, "plan:s1", 3, garble)
-    broken = new_ledger(database_url).compaction("s1")
+    # An edit after the fact is found by verify (or a rebuild), which marks the session: reads
+    # come from the views, so from then on they refuse it.
+    auditor = new_ledger(database_url)
+    assert not auditor.verify(["s1"]).ok
+    broken = auditor.compaction("s1")
     assert broken.state == "unreadable" and broken.error
     assert "unreadable_event" in broken.error and broken.completed is None
 
 
 def test_a_stale_cached_plan_never_commits(
-    ledger: Ledger, database_url: str, new_ledger: Callable[[str], Ledger]
+    ledger: PlanLedger, database_url: str, new_ledger: Callable[[str], PlanLedger]
 ) -> None:
     other = new_ledger(database_url)  # another process, with its own cache
     assert ledger.submit("s1", strict(("a", "in_progress"))).revision == 1  # cached here
@@ -387,16 +392,51 @@ def test_a_stale_cached_plan_never_commits(
         "s1", strict(("a", "completed"), ("b", "completed"), ("c", "in_progress"))
     )
     assert ledger.decide("s1", proposal_id).revision == 4  # found though the cache predates it
-    assert ledger.lost_races >= 1
+    assert ledger.ledger.lost_races >= 1
     assert new_ledger(database_url).verify(["s1"]).ok
 
 
-def test_outcomes_for_idempotency_are_bounded(ledger: Ledger) -> None:
+def test_outcomes_for_idempotency_are_bounded(ledger: PlanLedger) -> None:
     from domain.plan import REMEMBERED_OUTCOMES
 
     for n in range(REMEMBERED_OUTCOMES + 5):
         ledger.submit("s1", codex((f"Step {n}", "in_progress")), proposal_id=f"p{n}")
-    plan = ledger._plan("s1")
+    plan = ledger.ledger._plan("s1")
     assert len(plan.outcomes) == REMEMBERED_OUTCOMES
     assert "p0" not in plan.outcomes and f"p{REMEMBERED_OUTCOMES + 4}" in plan.outcomes
     assert ledger.verify(["s1"]).ok
+
+
+def test_verify_finds_a_missing_event(
+    ledger: PlanLedger, database_url: str, new_ledger: Callable[[str], PlanLedger]
+) -> None:
+    ledger.submit("s1", strict(("a", "in_progress")))
+    ledger.submit("s1", strict(("a", "completed")))
+    delete_events(database_url, "plan:s1", 3)  # the first commit is gone
+    (problem,) = new_ledger(database_url).verify(["s1"]).problems
+    assert (problem.session_id, problem.position, problem.rule) == ("s1", 4, "missing_event")
+
+
+def test_verify_finds_a_missing_plan(
+    ledger: PlanLedger, database_url: str, new_ledger: Callable[[str], PlanLedger]
+) -> None:
+    ledger.submit("s1", strict(("a", "in_progress")))
+    delete_events(database_url, "plan:s1")
+    report = new_ledger(database_url).verify()
+    assert not report.ok
+    (problem,) = report.problems
+    assert (problem.session_id, problem.rule) == ("s1", "missing_plan")
+
+
+def test_verify_finds_a_plan_naming_a_goal_the_session_lacks(
+    ledger: PlanLedger, database_url: str, new_ledger: Callable[[str], PlanLedger]
+) -> None:
+    ledger.start_goal("s1", "g", "Ship it")
+    assert ledger.submit("s1", strict(("a", "in_progress"), goal_id="g")).status == "committed"
+
+    def rename(data: dict[str, Any]) -> None:
+        data["goal_id"] = "other"
+
+    edit_event(database_url, "session:s1", 2, rename)  # GoalStarted now names another goal
+    (problem,) = new_ledger(database_url).verify(["s1"]).problems
+    assert (problem.session_id, problem.rule) == ("s1", "unknown_goal")

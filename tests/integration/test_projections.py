@@ -1,4 +1,5 @@
-"""The read side converges to a rebuild through crashes, duplicates, gaps and in-flight writes."""
+"""The read side: views written with their events equal a rebuild, and the runner converges
+through crashes, duplicates, gaps, in-flight writes and corrupt sessions."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from typing import Any
 import psycopg
 import pytest
 
-from domain.errors import SessionNotFound
-from planledger.service.ledger import Ledger
+from domain.errors import CorruptHistory
+from planledger.service import PlanLedger, open_planledger
 from planledger.storage.views import open_store
 from projections.plan_json import read_plan_file
-from projections.runner import VIEWS, ProjectionHalted, ProjectionRunner, StaleBatch
+from projections.plan_view import plan_view
+from projections.runner import VIEWS, ProjectionRunner, StaleBatch
 from tests.integration.storage import read_state
 
 PLAN_CREATED = "domain.plan:Plan.PlanCreated"
@@ -27,73 +29,96 @@ def plan(step: str, *done: str) -> dict[str, Any]:
     return {"title": "T", "steps": [*steps, {"id": step, "title": step, "status": "in_progress"}]}
 
 
-def seeded(url: str) -> Ledger:
-    app = Ledger(url)
+def seeded(url: str) -> PlanLedger:
+    service = open_planledger(url, home=None)
     for session_id in ("s1", "s2"):
-        app.open_session(session_id)
-        app.submit(session_id, plan("a"))
-        app.submit(session_id, plan("b", "a"))
-        app.submit(session_id, plan("b", "b"))  # rejected: duplicate id
-    return app
+        service.open_session(session_id)
+        service.submit(session_id, plan("a"))
+        service.submit(session_id, plan("b", "a"))
+        service.submit(session_id, plan("b", "b"))  # rejected: duplicate id
+    service.start_goal("s1", "g", "Ship it")
+    service.set_mode("s2", "plan")
+    return service
 
 
 @pytest.fixture
-def ledger(database_url: str) -> Iterator[Ledger]:
-    app = seeded(database_url)
-    yield app
-    app.close()
+def ledger(database_url: str) -> Iterator[PlanLedger]:
+    service = seeded(database_url)
+    yield service
+    service.close()
 
 
 @pytest.fixture
-def pg_ledger(postgres_url: str) -> Iterator[Ledger]:
-    app = seeded(postgres_url)
-    yield app
-    app.close()
+def pg_ledger(postgres_url: str) -> Iterator[PlanLedger]:
+    service = seeded(postgres_url)
+    yield service
+    service.close()
 
 
-def runner_for(app: Ledger, home: Path | None = None, batch_size: int = 1000) -> ProjectionRunner:
-    return ProjectionRunner(open_store(app.database), app.mapper, home=home, batch_size=batch_size)
+def runner_for(
+    service: PlanLedger, home: Path | None = None, batch_size: int = 1000
+) -> ProjectionRunner:
+    store = open_store(service.database)
+    return ProjectionRunner(store, service.ledger.mapper, home=home, batch_size=batch_size)
 
 
-def snapshot_of_views(runner: ProjectionRunner, *session_ids: str) -> dict[str, Any]:
+def views_of(service: PlanLedger, *session_ids: str) -> dict[str, Any]:
+    """Everything the views hold about these sessions, as comparable data."""
+    views = service.views
     return {
         sid: (
-            runner.store.plan_view(sid),
-            [e.model_dump() for e in runner.store.history(sid)],
+            views.plan_view(sid),
+            [e.model_dump() for e in views.history(sid)],
+            [views.plan_at(sid, r) for r in range(4)],
         )
         for sid in session_ids
-    }
+    } | {"sessions": views.session_list().model_dump()}
 
 
-def rebuilt(app: Ledger, *session_ids: str) -> dict[str, Any]:
-    fresh = runner_for(app)
-    fresh.rebuild()
-    result = snapshot_of_views(fresh, *session_ids)
-    fresh.close()
-    return result
-
-
-def test_views_match_the_aggregates_and_the_fold(ledger: Ledger, tmp_path: Path) -> None:
-    runner = runner_for(ledger, tmp_path)
-    runner.catch_up()
-    for sid in ("s1", "s2"):
-        assert runner.plan_view(sid) == ledger.plan(sid)
-        assert runner.history(sid) == ledger.history(sid)
-        on_disk = read_plan_file(tmp_path, sid)
-        assert (on_disk.revision, on_disk.steps) == (2, ledger.plan(sid).steps)
-    with pytest.raises(SessionNotFound):
-        runner.plan_view("ghost")
+def rebuilt(service: PlanLedger, *session_ids: str) -> dict[str, Any]:
+    runner = runner_for(service)
+    runner.rebuild()
     runner.close()
+    return views_of(service, *session_ids)
 
 
-@pytest.mark.parametrize("crash_at", ["before_write", "before_tracking", "before_files"])
+def test_views_are_written_with_their_events(ledger: PlanLedger) -> None:
+    reached, last = ledger.views.status()
+    assert reached == last > 0  # every writer stored its views: nothing for a runner to do
+    assert runner_for(ledger).catch_up() == last
+    for sid in ("s1", "s2"):
+        found = ledger.views.plan_view(sid)
+        assert found is not None and found[1] is None
+        assert found[0] == plan_view(ledger.ledger._plan(sid))  # the aggregate agrees
+    assert ledger.history("s1").entries[-1].kind == "rejected"
+    assert [s.session_id for s in ledger.sessions().sessions] == ["s2", "s1"]  # newest first
+    assert ledger.sessions().sessions[0].mode == "plan"
+    before = views_of(ledger, "s1", "s2")
+    assert rebuilt(ledger, "s1", "s2") == before  # the runner's fold is the writers' fold
+
+
+def test_writers_behind_the_views_leave_them_to_the_runner(ledger: PlanLedger) -> None:
+    before = views_of(ledger, "s1", "s2")
+    ledger.views.reset()  # the start of a rebuild: the views are behind the store
+    other = open_planledger(ledger.database.url, home=None)  # catches up on open
+    assert views_of(other, "s1", "s2") == before
+    ledger.views.reset()
+    decision = ledger.submit("s1", plan("c", "a", "b"))
+    assert decision.status == "committed"  # stored without views, then caught up at once
+    assert ledger.plan("s1").revision == 3
+    reached, last = ledger.views.status()
+    assert reached == last
+    assert views_of(ledger, "s1", "s2") == rebuilt(ledger, "s1", "s2")
+    other.close()
+
+
+@pytest.mark.parametrize("crash_at", ["before_write", "before_tracking"])
 def test_crash_then_restart_equals_rebuild(
-    ledger: Ledger, tmp_path: Path, crash_at: str, monkeypatch: pytest.MonkeyPatch
+    ledger: PlanLedger, crash_at: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    runner = runner_for(ledger, tmp_path, batch_size=4)
-    runner.catch_up()
-    ledger.submit("s1", plan("c", "a", "b"))
-    ledger.open_session("s3")
+    expected = views_of(ledger, "s1", "s2")
+    runner = runner_for(ledger, batch_size=4)
+    runner.store.reset()
     store = runner.store
 
     class Crash(Exception):
@@ -101,7 +126,7 @@ def test_crash_then_restart_equals_rebuild(
 
     if crash_at == "before_write":
         monkeypatch.setattr(store, "write_batch", lambda *a, **k: (_ for _ in ()).throw(Crash()))
-    elif crash_at == "before_tracking":
+    else:
         real_execute = store._execute
 
         def execute(sql: str, params: Any = ()) -> Any:
@@ -110,73 +135,95 @@ def test_crash_then_restart_equals_rebuild(
             return real_execute(sql, params)
 
         monkeypatch.setattr(store, "_execute", execute)
-    else:
-        monkeypatch.setattr(runner, "sync_files", lambda: (_ for _ in ()).throw(Crash()))
-    position = store.position(VIEWS)
     with pytest.raises(Crash):
         runner.catch_up()
-    if crash_at != "before_files":
-        assert store.position(VIEWS) == position  # nothing half-applied
+    assert store.position(VIEWS) == 0  # nothing half-applied
+    assert ledger.views.plan_view("s1") is None
     monkeypatch.undo()
 
-    restarted = runner_for(ledger, tmp_path)
+    restarted = runner_for(ledger, batch_size=3)
     restarted.catch_up()
-    assert snapshot_of_views(restarted, "s1", "s2", "s3") == rebuilt(ledger, "s1", "s2", "s3")
-    assert read_plan_file(tmp_path, "s1").revision == 3
-    assert read_plan_file(tmp_path, "s3").revision == 0
+    assert views_of(ledger, "s1", "s2") == expected
     restarted.close()
     runner.close()
 
 
-def test_a_batch_delivered_twice_is_applied_once(ledger: Ledger) -> None:
+def test_a_batch_delivered_twice_is_applied_once(ledger: PlanLedger) -> None:
+    expected = views_of(ledger, "s1", "s2")
+    ledger.views.reset()
     first, second = runner_for(ledger), runner_for(ledger)
-    start = first.store.position(VIEWS)
-    batch = first.store.read_notifications(start, 1000)
+    batch = first.store.read_notifications(0, 1000)
     second.catch_up()  # another runner applies the same events first
-    before = snapshot_of_views(first, "s1", "s2")
     with pytest.raises(StaleBatch):
-        first._apply(start, batch)
+        first._apply(0, batch)
     assert first.catch_up() == second.store.position(VIEWS)
-    assert snapshot_of_views(first, "s1", "s2") == before == rebuilt(ledger, "s1", "s2")
+    assert views_of(ledger, "s1", "s2") == expected
     first.close()
     second.close()
 
 
-def test_concurrent_runners_converge(ledger: Ledger) -> None:
+def test_concurrent_runners_converge(ledger: PlanLedger) -> None:
+    expected = views_of(ledger, "s1", "s2")
+    ledger.views.reset()
     runners = [runner_for(ledger, batch_size=2) for _ in range(3)]
     threads = [threading.Thread(target=r.catch_up) for r in runners]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=60)
-    assert snapshot_of_views(runners[0], "s1", "s2") == rebuilt(ledger, "s1", "s2")
+    assert views_of(ledger, "s1", "s2") == expected
     for r in runners:
         r.close()
 
 
-def test_poison_event_halts_without_advancing(ledger: Ledger, database_url: str) -> None:
+def test_a_corrupt_session_is_marked_and_the_others_go_on(
+    ledger: PlanLedger, database_url: str
+) -> None:
+    insert_raw(database_url, "plan:s1", 99, "domain.plan:Plan.PlanCommitted", b"{not json")
+    ledger.open_session("s3")  # the views are behind now: this one waits for the runner
+    ledger.submit("s3", plan("x"))
     runner = runner_for(ledger)
     runner.catch_up()
-    ledger.open_session("s3")
-    poisoned_at = insert_raw(
-        database_url, "plan:s1", 99, "domain.plan:Plan.PlanCommitted", b"{not json"
-    )
-    ledger.open_session("s4")
-    with pytest.raises(ProjectionHalted) as halted:
-        runner.catch_up()
-    assert halted.value.position == poisoned_at
-    assert runner.store.position(VIEWS) < poisoned_at
-    assert runner.store.plan_view("s3") is not None  # events before the poison were applied
-    assert runner.store.plan_view("s4") is None  # and nothing after it
-    with pytest.raises(ProjectionHalted):
-        runner_for(ledger).catch_up()  # a restart stops at the same event
+    reached, last = ledger.views.status()
+    assert reached == last  # the runner went past the bad event
+    with pytest.raises(CorruptHistory) as raised:
+        ledger.plan("s1")
+    assert (raised.value.rule, raised.value.position) == ("unreadable_event", 99)
+    with pytest.raises(CorruptHistory):
+        ledger.history("s1")
+    assert ledger.compaction("s1").state == "unreadable"
+    assert ledger.plan("s2").revision == 2 and ledger.plan("s3").revision == 1
+    # A rebuild finds it again, and reports it.
+    runner.rebuild()
+    assert set(runner.corrupt) == {"s1"}
+    runner.close()
+
+
+def test_a_commit_breaking_the_rules_is_never_shown(ledger: PlanLedger, database_url: str) -> None:
+    """An edited row (two steps in progress) is found by a rebuild: never shown as a plan."""
+    ledger.submit("s2", {**plan("c", "a", "b"), "steps": [*plan("c", "a", "b")["steps"]]})
+    version = ledger.history("s2").entries[-1].position
+
+    def two_in_progress(data: dict[str, Any]) -> None:
+        for step in data["snapshot"]["_data_"]["steps"]:
+            step["status"] = "in_progress"
+
+    from tests.integration.storage import edit_event
+
+    edit_event(database_url, "plan:s2", version, two_in_progress)
+    runner = runner_for(ledger)
+    runner.rebuild()
+    with pytest.raises(CorruptHistory) as raised:
+        ledger.plan("s2")
+    assert raised.value.position == version
+    assert ledger.plan("s1").revision == 2
     runner.close()
 
 
 def insert_raw(
     url: str, originator_id: str, version: int, topic: str, state: bytes, conn: Any = None
 ) -> int:
-    """Insert an event row directly (no table lock); returns its notification id."""
+    """Insert an event row directly (no table lock, no views); returns its store position."""
     if url.startswith("sqlite"):
         import sqlite3
 
@@ -210,10 +257,9 @@ def plan_created_state(url: str, session_id: str) -> bytes:
     return json.dumps(data).encode()
 
 
-def test_burned_sequence_number_does_not_stall(pg_ledger: Ledger, postgres_url: str) -> None:
-    ledger = pg_ledger
-    runner = runner_for(ledger)
-    runner.catch_up()
+def test_burned_sequence_number_does_not_stop_inline_views(
+    pg_ledger: PlanLedger, postgres_url: str
+) -> None:
     dsn, _ = postgres_url.split("?schema=")
     with psycopg.connect(dsn) as conn:
         insert_raw(
@@ -224,19 +270,19 @@ def test_burned_sequence_number_does_not_stall(pg_ledger: Ledger, postgres_url: 
             plan_created_state(postgres_url, "burn"),
             conn=conn,
         )
-        conn.rollback()  # the notification id is burned: a permanent gap
-    ledger.open_session("after-gap")
-    runner.catch_up()
-    assert runner.store.plan_view("after-gap") is not None
-    assert runner.store.plan_view("burn") is None
-    runner.close()
+        conn.rollback()  # the store position is burned: a permanent gap
+    pg_ledger.open_session("after-gap")
+    pg_ledger.submit("after-gap", plan("a"))
+    reached, last = pg_ledger.views.status()
+    assert reached == last  # written inline: the gap did not make the views look behind
+    assert pg_ledger.plan("after-gap").revision == 1
+    assert pg_ledger.views.plan_view("burn") is None
 
 
-def test_in_flight_lower_id_is_not_skipped(pg_ledger: Ledger, postgres_url: str) -> None:
+def test_in_flight_lower_id_is_not_skipped(pg_ledger: PlanLedger, postgres_url: str) -> None:
     runner = runner_for(pg_ledger)
-    runner.catch_up()
     dsn, _ = postgres_url.split("?schema=")
-    slow = psycopg.connect(dsn)  # holds a lower notification id, uncommitted
+    slow = psycopg.connect(dsn)  # holds a lower store position, uncommitted
     low = insert_raw(
         postgres_url,
         "plan:slow",
@@ -253,42 +299,29 @@ def test_in_flight_lower_id_is_not_skipped(pg_ledger: Ledger, postgres_url: str)
     follower.start()
     time.sleep(0.5)
     assert follower.is_alive()  # waiting for the transaction in flight, not skipping past it
-    observer = runner_for(pg_ledger)  # the follower's own store is busy waiting
-    assert observer.store.plan_view("fast") is None
-    observer.close()
+    assert pg_ledger.views.plan_view("fast") is None
     slow.commit()
     slow.close()
     follower.join(timeout=30)
     assert not follower.is_alive()
-    assert runner.store.plan_view("slow") is not None
-    assert runner.store.plan_view("fast") is not None
+    assert pg_ledger.views.plan_view("slow") is not None
+    assert pg_ledger.views.plan_view("fast") is not None
     runner.close()
 
 
-def test_read_your_writes_while_following(postgres_url: str) -> None:
-    app = Ledger(postgres_url)
-    runner = runner_for(app)
-    stop = threading.Event()
-    follower = threading.Thread(target=runner.run, args=(stop,), kwargs={"idle_timeout": 5})
-    follower.start()
-    try:
-        app.open_session("live")
-        for n in range(5):
-            decision = app.submit("live", plan(f"step{n}", *(f"step{m}" for m in range(n))))
-            assert decision.store_position is not None
-            # No polling delay: the NOTIFY wakes the follower long before its 5 s idle timeout.
-            assert runner.wait_for(decision.store_position, timeout=2)
-            assert runner.store.plan_view("live").revision == n + 1  # type: ignore[union-attr]
-    finally:
-        stop.set()
-        app.open_session("wake-up")  # any insert wakes the follower so it sees `stop`
-        follower.join(timeout=10)
-        runner.close()
-        app.close()
+def test_plan_json_files_follow_the_views(ledger: PlanLedger, tmp_path: Path) -> None:
+    runner = runner_for(ledger, home=tmp_path)
+    runner.sync_files()
+    for sid in ("s1", "s2"):
+        on_disk = read_plan_file(tmp_path, sid)
+        assert (on_disk.revision, on_disk.steps) == (2, ledger.plan(sid).steps)
+    ledger.submit("s1", plan("c", "a", "b"))
+    runner.sync_files()
+    assert read_plan_file(tmp_path, "s1").revision == 3
+    runner.close()
 
 
-def test_hostile_text_never_stops_the_views(ledger: Ledger) -> None:
-    runner = runner_for(ledger)
+def test_hostile_text_never_stops_the_views(ledger: PlanLedger) -> None:
     hostile = {
         "title": "T\x00",
         "steps": [{"id": "a", "title": "\ud800", "status": "in_progress"}],
@@ -298,7 +331,7 @@ def test_hostile_text_never_stops_the_views(ledger: Ledger) -> None:
     assert decision.status == "rejected"
     assert "invalid_text" in [v.code for v in decision.violations]
     ledger.start_goal("s1", "g1", "fine")
-    runner.catch_up()  # the rejection is in the views; nothing halted
-    assert runner.store.history("s1")[-1].kind == "rejected"
-    assert runner.store.plan_view("s1").revision == 2  # type: ignore[union-attr]
-    runner.close()
+    assert ledger.history("s1").entries[-1].kind == "rejected"
+    assert ledger.plan("s1").revision == 2
+    reached, last = ledger.views.status()
+    assert reached == last

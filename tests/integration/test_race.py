@@ -7,14 +7,14 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from planledger.service.ledger import Ledger
+from planledger.service import PlanLedger, open_planledger
 from planledger.service.results import Decision
 
 WRITERS = 6
 ROUNDS = 5
 
 
-def race(writers: list[Ledger], make: Callable[[int], dict[str, Any]]) -> list[Decision]:
+def race(writers: list[PlanLedger], make: Callable[[int], dict[str, Any]]) -> list[Decision]:
     """Every writer submits at the same moment; returns their decisions."""
     barrier = threading.Barrier(len(writers))
     decisions: list[Decision | None] = [None] * len(writers)
@@ -55,7 +55,9 @@ def step_plan(revision: int, writer: int) -> dict[str, Any]:
 
 
 def test_exactly_one_writer_wins_each_revision(postgres_url: str) -> None:
-    writers = [Ledger(postgres_url) for _ in range(WRITERS)]  # one pool each, like processes
+    writers = [
+        open_planledger(postgres_url, home=None) for _ in range(WRITERS)
+    ]  # one pool each, like processes
     writers[0].open_session("race")
     for revision in range(ROUNDS):
         decisions = race(writers, lambda w, r=revision: step_plan(r, w))
@@ -72,13 +74,13 @@ def test_exactly_one_writer_wins_each_revision(postgres_url: str) -> None:
     rejected = [e for e in history if e.kind == "rejected"]
     assert len(rejected) == ROUNDS * (WRITERS - 1)  # every loser recorded and told why
     assert writers[0].verify(["race"]).ok
-    assert sum(w.lost_races for w in writers) > 0  # the save race itself was exercised
+    assert sum(w.ledger.lost_races for w in writers) > 0  # the save race itself was exercised
     for writer in writers:
         writer.close()
 
 
 def test_without_expected_revision_losers_are_redecided(postgres_url: str) -> None:
-    writers = [Ledger(postgres_url) for _ in range(WRITERS)]
+    writers = [open_planledger(postgres_url, home=None) for _ in range(WRITERS)]
     writers[0].open_session("race")
 
     def codex_plan(writer: int) -> dict[str, Any]:
@@ -89,6 +91,6 @@ def test_without_expected_revision_losers_are_redecided(postgres_url: str) -> No
     assert sorted(d.revision for d in decisions) == list(range(1, WRITERS + 1))
     assert writers[0].plan("race").revision == WRITERS
     assert writers[0].verify(["race"]).ok
-    assert sum(w.lost_races for w in writers) > 0
+    assert sum(w.ledger.lost_races for w in writers) > 0
     for writer in writers:
         writer.close()

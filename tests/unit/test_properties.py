@@ -56,6 +56,7 @@ class Model:
     accepted: set[str] = field(default_factory=set)
     pending: tuple[str, dict[str, Any]] | None = None
     committed_once: bool = False
+    goal: str | None = None
 
     def codes_for(self, payload: dict[str, Any]) -> tuple[list[str], bool]:
         """Every violation code the proposal earns now, and whether it is a policy mismatch."""
@@ -121,12 +122,13 @@ class Model:
             codes.append("unknown_goal")
         return codes + stale, False
 
-    def record(self, payload: dict[str, Any]) -> None:
-        """A proposal is recorded: the first one fixes the policy."""
+    def commit(self, payload: dict[str, Any]) -> None:
+        """The first commit fixes the policy (rejected or superseded proposals fix nothing); a
+        payload without `goal_id` keeps the goal, an explicit one (null too) replaces it."""
         if self.policy is None:
             self.policy = "strict" if "steps" in payload else "replace"
-
-    def commit(self, payload: dict[str, Any]) -> None:
+        if "goal_id" in payload:
+            self.goal = payload["goal_id"]
         self.title, self.steps = normalise(payload)
         self.revision += 1
         self.committed_once = True
@@ -158,8 +160,8 @@ def extras(draw: Any, form: str, model: Model) -> dict[str, Any]:
     )
     if revision is not None:
         extra["expected_revision"] = revision
-    goal = draw(st.sampled_from([None, None, None, "g1", "ghost"]))
-    if goal is not None:
+    goal = draw(st.sampled_from(["omit", "omit", None, "g1", "ghost"]))
+    if goal != "omit":
         extra["goal_id"] = goal
     if draw(st.integers(0, 9)) == 0:
         extra[draw(st.sampled_from(["mode", "collaboration_mode", "notes"]))] = "plan"
@@ -259,7 +261,6 @@ class PlanMachine(RuleBasedStateMachine):
         if self.model.pending is not None:
             self.superseded.append(self.model.pending[0])
             self.model.pending = None
-        self.model.record(payload)
         self.plan.propose(proposal_id, parse_proposal(payload), f"fp{self.count}", "prop")
         if decide:
             self._decide(proposal_id, payload)
@@ -317,6 +318,7 @@ class PlanMachine(RuleBasedStateMachine):
             return
         assert plan.snapshot is not None
         assert plan.snapshot.title == model.title
+        assert plan.snapshot.goal_id == model.goal
         got = [(s.title, s.status) for s in plan.snapshot.steps]
         assert got == [(title, status) for _, title, status in model.steps]
         ids = [s.id for s in plan.snapshot.steps]

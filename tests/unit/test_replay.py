@@ -469,6 +469,7 @@ LEGAL = {
     (GoalState.ACTIVE, "complete"): GoalState.COMPLETED,
     (GoalState.ACTIVE, "cancel"): GoalState.CANCELLED,
     (GoalState.BLOCKED, "resume"): GoalState.ACTIVE,
+    (GoalState.BLOCKED, "cancel"): GoalState.CANCELLED,
 }
 EDGE_CASES = [
     pytest.param(state, edge, LEGAL.get((state, edge)), id=f"{state}-{edge}")
@@ -646,3 +647,50 @@ def test_forged_session_history_is_refused(
         position,
         rule,
     )
+
+
+# -- issue 8: policy fixed by the first commit; blocked goals may be cancelled -------------
+
+
+def test_replay_fixes_the_policy_at_the_first_commit() -> None:
+    plan = Plan.create(plan_aggregate_id(SESSION), SESSION)
+    assert propose(plan, "p1", {"title": " ", "steps": [st("a", "in_progress")]}) == "rejected"
+    assert propose(plan, "p2", {"plan": [{"step": "A", "status": "in_progress"}]}) == "committed"
+    assert propose(plan, "p3", {"title": "T", "steps": [st("a", "in_progress")]}) == "rejected"
+    events = list(plan.collect_events())
+    rebuilt = replay(events)
+    assert rebuilt == plan
+    assert rebuilt.policy == "replace"
+    assert replay(events[:3]).policy is None  # a rejected first proposal fixes nothing
+    # A commit in the other form after the first commit is still corrupt.
+    forged = edit(events, Plan.PlanProposed, "p3", form="codex")
+    forged = edit(forged, Plan.PlanProposed, "p2", form="strict")
+    with pytest.raises(CorruptHistory) as caught:
+        replay(forged)
+    assert caught.value.rule in {"blank_title", "invalid_step_id"}  # held to strict rules now
+
+
+def test_a_commit_without_a_form_is_refused() -> None:
+    plan = Plan.create(plan_aggregate_id(SESSION), SESSION)
+    propose(plan, "p1", {"plan": [{"step": "A", "status": "in_progress"}]})
+    events = edit(list(plan.collect_events()), Plan.PlanProposed, "p1", form=None)
+    with pytest.raises(CorruptHistory) as caught:
+        replay(events)
+    assert (caught.value.position, caught.value.rule) == (3, "missing_form")
+
+
+def test_a_blocked_goal_can_be_cancelled_and_that_replays() -> None:
+    session = new_session()
+    session.start_goal("g1", "Ship")
+    session.move_goal("g1", "block")
+    session.move_goal("g1", "cancel")
+    events = list(session.collect_events())
+    rebuilt = replay_session(events)
+    assert rebuilt.goals["g1"].state == GoalState.CANCELLED
+    assert rebuilt.should_continue is False
+    forged = swap(events, 3, Session.GoalCancelled, goal_id="g1")  # cancel the cancelled goal
+    forged = [*forged[:3], events[3], forged[3]]
+    forged[-1] = dataclasses.replace(forged[-1], originator_version=5)
+    with pytest.raises(CorruptHistory) as caught:
+        replay_session(forged)
+    assert (caught.value.position, caught.value.rule) == (5, "illegal_goal_transition")

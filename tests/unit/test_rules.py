@@ -182,8 +182,13 @@ SINGLE_CASES = [
     ),
     pytest.param(
         strict(st("a", "completed"), {"id": "b", "title": "B"}),
-        [V("invalid_status", step_id="b", index=1)],
-        id="strict-invalid_status-missing",
+        [V("missing_field", step_id="b", index=1)],
+        id="strict-missing-status",
+    ),
+    pytest.param(
+        strict(st("a", "completed"), st("b", "  ")),
+        [V("missing_field", step_id="b", index=1)],
+        id="strict-blank-status",
     ),
     pytest.param(
         strict(st("a", "completed"), title="T" * 201), [V("too_long")], id="too_long-title-201"
@@ -281,13 +286,21 @@ SINGLE_CASES = [
         [V("multiple_in_progress")],
         id="codex-multiple_in_progress",
     ),
+    # a blank Codex step has no id of its own: it is named by its position only
     pytest.param(
-        codex(cx("A"), cx("   ")), [V("blank_step_title", index=1)], id="codex-blank-step-text"
+        codex(cx("A"), cx("   ")),
+        [V("blank_step_title", step_id=None, index=1)],
+        id="codex-blank-step-text",
     ),
     pytest.param(
         codex(cx("A"), {"status": "pending"}),
-        [V("blank_step_title", index=1)],
+        [V("blank_step_title", step_id=None, index=1)],
         id="codex-missing-step-text",
+    ),
+    pytest.param(
+        codex(cx("A"), {"step": " ", "status": "done"}),
+        [V("blank_step_title", step_id=None, index=1), V("invalid_status", step_id=None, index=1)],
+        id="codex-blank-step-bad-status",
     ),
     pytest.param(
         codex(cx("A"), cx("B", "blocked")),
@@ -301,8 +314,13 @@ SINGLE_CASES = [
     ),
     pytest.param(
         codex(cx("A"), {"step": "B"}),
-        [V("invalid_status", index=1)],
-        id="codex-invalid_status-missing",
+        [V("missing_field", step_id="b", index=1)],
+        id="codex-missing-status",
+    ),
+    pytest.param(
+        codex(cx("A"), {"step": "B", "status": None}),
+        [V("missing_field", step_id="b", index=1)],
+        id="codex-null-status",
     ),
     pytest.param(
         codex(cx("A"), cx("x" * 501)), [V("too_long", index=1)], id="codex-too_long-step-501"
@@ -483,7 +501,7 @@ SEQUENCE_CASES = [
         1,
         id="replace-revision_conflict",
     ),
-    # policy is fixed by the first proposal
+    # policy is fixed by the first committed proposal
     pytest.param(
         [BASE, codex(cx("A", "in_progress"))],
         [V("policy_mismatch")],
@@ -498,9 +516,15 @@ SEQUENCE_CASES = [
     ),
     pytest.param(
         [{**BASE, "title": ""}, codex(cx("A", "in_progress"))],
+        [],
+        1,
+        id="policy-rejected-first-proposal-fixes-nothing",
+    ),
+    pytest.param(
+        [{**BASE, "title": ""}, codex(cx("A", "in_progress")), BASE],
         [V("policy_mismatch")],
-        0,
-        id="policy_mismatch-first-proposal-rejected-still-fixes",
+        1,
+        id="policy-fixed-by-first-commit-after-a-rejection",
     ),
     pytest.param(
         [codex(cx("A", "in_progress")), {**BASE, "expected_revision": 0, "mode": "plan"}],
@@ -946,3 +970,118 @@ def test_unstorable_text_is_rejected_and_the_candidate_made_storable(
     plan = Plan.create(plan_aggregate_id("s"), "s")
     plan.propose("p1", parsed, "fp", None)
     assert plan.decide(set()).status == "rejected"
+
+
+# -- messages name steps as people count them (issue 8) ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("payload", "code"),
+    [
+        pytest.param(strict(st("a", "in_progress"), st("b"), st("")), "blank_step_id", id="id"),
+        pytest.param(
+            strict(st("a", "in_progress"), st("b"), st("c", title=" ")), "blank_step_title", id="t"
+        ),
+        pytest.param(
+            strict(st("a", "in_progress"), st("b"), st("c", title="x" * 501)), "too_long", id="len"
+        ),
+        pytest.param(
+            strict(st("a", "in_progress"), st("b"), st("c", "done")), "invalid_status", id="status"
+        ),
+        pytest.param(
+            strict(st("a", "in_progress"), st("b"), {"id": "c", "title": "C"}),
+            "missing_field",
+            id="no-status",
+        ),
+        pytest.param(
+            strict(st("a", "in_progress"), st("b"), st("c d")), "invalid_step_id", id="bad-id"
+        ),
+        pytest.param(
+            strict(st("a", "in_progress"), st("b"), st("b")), "duplicate_step_id", id="dup-id"
+        ),
+        pytest.param(codex(cx("A"), cx("B"), {"step": 7, "status": "pending"}), "invalid_field"),
+        pytest.param(codex(cx("A"), cx("B"), "text"), "invalid_field", id="not-an-object"),
+        pytest.param(
+            codex(cx("A"), cx("B"), {"step": "C", "status": "pending", "x": 1}), "unknown_field"
+        ),
+    ],
+)
+def test_messages_number_steps_from_one(payload: dict[str, Any], code: str) -> None:
+    _, [outcome] = run(payload)
+    [violation] = [v for v in outcome.violations if v.code == code]
+    assert violation.index == 2  # the data keeps the 0-based index of the spec's shape
+    assert "Step 3 (index 2)" in violation.message
+    assert "Step 2" not in violation.message
+
+
+def test_a_blank_codex_step_is_named_by_its_position() -> None:
+    _, [outcome] = run(codex(cx("A"), cx("   "), cx("step")))
+    [violation] = outcome.violations
+    assert (violation.code, violation.step_id, violation.index) == ("blank_step_title", None, 1)
+    assert "Step 2 (index 1)" in violation.message
+    assert "'step" not in violation.message
+
+
+def test_a_missing_status_is_a_missing_field_not_an_empty_status() -> None:
+    _, [outcome] = run(codex(cx("A"), {"step": "B"}))
+    [violation] = outcome.violations
+    assert violation.code == "missing_field"
+    assert "`status`" in violation.message and "''" not in violation.message
+
+
+# -- goal_id: omitted keeps the goal, null unlinks it --------------------------------------
+
+
+@pytest.mark.parametrize("make", [strict, codex], ids=["strict", "codex"])
+def test_an_omitted_goal_id_keeps_the_goal_and_null_unlinks_it(make: Any) -> None:
+    step = st("a", "in_progress") if make is strict else cx("A", "in_progress")
+    plan, outcomes = run(
+        make(step, goal_id="g1"),
+        make(step),  # omitted: keeps g1
+        make(step, goal_id=None),  # explicit null: unlinks
+        make(step),  # omitted again: stays unlinked
+    )
+    assert [o.status for o in outcomes] == ["committed"] * 4
+    goals = [e.snapshot.goal_id for e in plan.collect_events() if isinstance(e, Plan.PlanCommitted)]
+    assert goals == ["g1", "g1", None, None]
+
+
+def test_a_kept_goal_is_recorded_in_the_candidate_and_replays() -> None:
+    plan, _ = run(strict(st("a", "in_progress"), goal_id="g1"))
+    plan.propose("p9", parse_proposal(strict(st("a", "completed"))), "fp-9", "unit")
+    assert plan.pending is not None and plan.pending.candidate is not None
+    assert plan.pending.candidate.goal_id == "g1"  # decided later (two stages): still g1
+    kept = plan.evaluate(plan.pending, session_goals=set())
+    assert [v.code for v in kept] == ["unknown_goal"]  # a kept goal is checked like a sent one
+    assert plan.decide(GOALS).status == "committed"
+    rebuilt = None
+    for event in plan.collect_events():
+        rebuilt = event.mutate(rebuilt)
+    assert rebuilt == plan
+
+
+def test_an_omitted_goal_id_on_the_first_proposal_means_no_goal() -> None:
+    plan, [outcome] = run(strict(st("a", "in_progress")))
+    assert outcome.status == "committed"
+    assert plan.snapshot is not None and plan.snapshot.goal_id is None
+
+
+# -- the policy is fixed by the first committed proposal -----------------------------------
+
+
+def test_no_policy_until_the_first_commit() -> None:
+    plan, outcomes = run({**BASE, "title": ""})
+    assert outcomes[0].status == "rejected"
+    assert plan.policy is None
+    plan, _ = run({**BASE, "title": ""}, codex(cx("A", "in_progress")))
+    assert plan.policy is Policy.REPLACE
+
+
+def test_an_undecided_or_superseded_first_proposal_fixes_nothing() -> None:
+    plan = Plan.create(plan_aggregate_id("s1"), "s1")
+    plan.propose("p1", parse_proposal(codex(cx("A", "in_progress"))), "fp-1", "unit")
+    assert plan.policy is None  # recorded, not decided
+    plan.propose("p2", parse_proposal(BASE), "fp-2", "unit")  # supersedes p1
+    assert plan.decide(GOALS).status == "committed"
+    assert plan.outcomes["p1"].status == "rejected"
+    assert plan.policy is Policy.STRICT

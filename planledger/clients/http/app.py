@@ -32,6 +32,7 @@ def create_app(open_service: Callable[[], PlanLedger], token: str | None = None)
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service = await run_in_threadpool(open_service)
+        service.follow_files()  # plan.json files follow every writer, off the request path
         app.state.service = service
         try:
             yield
@@ -51,19 +52,23 @@ def create_app(open_service: Callable[[], PlanLedger], token: str | None = None)
     app.state.token = token
     for router in (sessions.router, plans.router, goals.router, events.router):
         app.include_router(router)
+    from planledger.clients.web import install as install_web_page  # web imports http's parts
+
+    install_web_page(app)
     install_error_handlers(app, MAX_BODY_BYTES)
     _install_docs(app, secured=token is not None)
 
     @app.get("/healthz", response_model=Health, responses={503: {"model": Health}})
-    def healthz(request: Request) -> Any:
+    async def healthz(request: Request) -> Any:
         """ok while the database answers and the live feed follows it; else 503 saying why."""
         service: PlanLedger = request.app.state.service
-        health = service.health()
+        health = await run_in_threadpool(service.health)
         status = 503 if health.error else 200
         body = Health(
-            status="ok" if status == 200 else "degraded",
+            status="unavailable" if health.error else "degraded" if health.warnings else "ok",
             store_position=health.store_position,
             error=health.error,
+            warnings=list(health.warnings) or None,
         )
         return JSONResponse(body.model_dump(exclude_none=True), status_code=status)
 
@@ -75,7 +80,7 @@ def create_app(open_service: Callable[[], PlanLedger], token: str | None = None)
 def _install_docs(app: FastAPI, secured: bool) -> None:
     """/openapi.json (declaring the bearer scheme) and /docs with Swagger UI's assets served
     from the installed swagger-ui-bundle, so the docs work offline."""
-    import swagger_ui_bundle
+    import swagger_ui_bundle  # type: ignore[import-untyped]
 
     app.mount("/docs/assets", StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), "docs")
 

@@ -47,6 +47,7 @@ class ConflictBody(Decision):
 
 
 class Health(BaseModel):
-    status: Literal["ok", "degraded"]
+    status: Literal["ok", "degraded", "unavailable"]
     store_position: int
     error: str | None = None
+    warnings: list[str] | None = None

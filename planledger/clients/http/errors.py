@@ -102,4 +102,6 @@ def install_error_handlers(app: FastAPI, body_limit: int) -> None:
     async def _http(_: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, HTTPException)
         code = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "http_error")
-        return error_response(error.status_code, code, str(error.detail), headers=error.headers)
+        return error_response(
+            error.status_code, code, str(error.detail), headers=dict(error.headers or {})
+        )

@@ -1,14 +1,15 @@
-"""ASGI guards in front of every route: the bearer token and the body size cap."""
+"""ASGI guards in front of every route: the bearer token, the body size cap and read deadline."""
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs
 
-from planledger.clients.http.errors import BodyTooLarge, too_large, unauthorized
+from planledger.clients.http.errors import BodyTooLarge, error_response, too_large, unauthorized
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Any]]
@@ -17,6 +18,7 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 OPEN_PATHS = frozenset({"/healthz"})
 TOKEN_COOKIE = "planledger_token"
+BODY_TIMEOUT = 10.0  # seconds to receive a whole request body (a plan is at most 256 KiB)
 
 
 class TokenGuard:
@@ -54,11 +56,15 @@ class TokenGuard:
 
 
 class BodyLimit:
-    """Refuse request bodies over `limit` bytes (413), declared or streamed."""
+    """Refuse request bodies over `limit` bytes (413), declared or streamed, and bodies not
+    received in full within `timeout` seconds of the request (408): a client trickling its
+    body is cut off instead of holding the connection forever. The body is read here, before
+    the application sees the request, then handed to it whole."""
 
-    def __init__(self, app: App, limit: int) -> None:
+    def __init__(self, app: App, limit: int, timeout: float = BODY_TIMEOUT) -> None:
         self.app = app
         self.limit = limit
+        self.timeout = timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -68,18 +74,42 @@ class BodyLimit:
         if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
             await too_large(self.limit)(scope, receive, send)
             return
-        seen = 0
-
-        async def limited_receive() -> Any:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise BodyTooLarge(self.limit)
-            return message
-
         try:
-            await self.app(scope, limited_receive, send)
+            message = await asyncio.wait_for(self._read_body(receive), self.timeout)
         except BodyTooLarge:
             await too_large(self.limit)(scope, receive, send)
+            return
+        except TimeoutError:
+            await error_response(
+                408,
+                "body_timeout",
+                f"the request body was not received within {self.timeout:g} s",
+                headers={"Connection": "close"},
+            )(scope, receive, send)
+            return
+        delivered = False
+
+        async def replay() -> Any:
+            nonlocal delivered
+            if delivered:
+                return await receive()
+            delivered = True
+            return message
+
+        await self.app(scope, replay, send)
+
+    async def _read_body(self, receive: Receive) -> dict[str, Any]:
+        """The whole body as one message (or the disconnect that ended it)."""
+        chunks: list[bytes] = []
+        seen = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return dict(message)  # http.disconnect: the application sees it as sent
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.limit:
+                raise BodyTooLarge(self.limit)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from rich.text import Text
 
-from planledger.clients.render import STATUS_MARK
+from planledger.clients.plan_panel import STATUS_MARK
 from planledger.service.results import SessionView
 from projections.shapes import HistoryEntry, PlanView
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 
@@ -12,7 +12,7 @@ from planledger.clients.http.errors import ErrorBody
 from planledger.service.results import GoalView, SessionView
 
 router = APIRouter(tags=["goals"])
-NOT_FOUND = {404: {"model": ErrorBody}}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorBody}}
 
 
 @router.post(

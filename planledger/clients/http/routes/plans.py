@@ -19,7 +19,7 @@ from projections.compaction import CompactionSnapshot
 from projections.shapes import History, PlanView
 
 router = APIRouter(tags=["plans"])
-NOT_FOUND = {404: {"model": ErrorBody}}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorBody}}
 
 
 @router.post(

@@ -1,0 +1,96 @@
+"""What a tool call answers: structured content (with its output schema) and the text a model
+reads; every failure becomes one `ToolError` naming its code."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+
+from domain.errors import ErrorKind, LedgerError
+from planledger.clients.mcp.session import BadArgument
+from planledger.service.core import describe
+from planledger.service.results import Decision
+from projections.plan_lines import history_lines, plan_lines, violation_lines
+from projections.shapes import History, PlanView
+
+log = logging.getLogger(__name__)
+
+
+class WriteResult(Decision):
+    """A write's structured result: the decision, the session it went to, the plan after it."""
+
+    session_id: str
+    plan: PlanView
+
+
+WRITE_OUTPUT_SCHEMA: dict[str, Any] = WriteResult.model_json_schema(by_alias=True)
+PLAN_OUTPUT_SCHEMA: dict[str, Any] = PlanView.model_json_schema(by_alias=True)
+HISTORY_OUTPUT_SCHEMA: dict[str, Any] = History.model_json_schema(by_alias=True)
+
+HINT_OF_KIND = {
+    ErrorKind.NOT_FOUND: " Check the id, or leave session_id out to use this server's session.",
+    ErrorKind.INVALID: " Fix the argument and call again.",
+    ErrorKind.UNAVAILABLE: " The ledger's database cannot be used right now: retry later.",
+    ErrorKind.CORRUPT: " Its stored history breaks the rules: `planledger verify` shows where.",
+    ErrorKind.EXISTS: "",
+    ErrorKind.REJECTED: "",
+    ErrorKind.CONFLICT: "",
+}
+
+
+def result(text: str, data: dict[str, Any], *, is_error: bool = False) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=data, is_error=is_error
+    )
+
+
+def write_result(tool: str, decision: Decision, session_id: str, plan: PlanView) -> CallToolResult:
+    """Committed: the plan as lines. Rejected or conflict: a tool error listing every violation."""
+    data = WriteResult(**decision.model_dump(), session_id=session_id, plan=plan).model_dump(
+        mode="json", by_alias=True
+    )
+    if decision.status == "committed":
+        head = f"committed revision {decision.revision} of the plan of session {session_id}:"
+        return result("\n".join([head, *plan_lines(plan)]), data)
+    if decision.status == "conflict":
+        head = (
+            f"conflict: the plan of session {session_id} is at revision "
+            f"{decision.current_revision}; nothing was committed. Read it (read_plan) and send "
+            f"your update against revision {decision.current_revision}:"
+        )
+    else:
+        head = (
+            f"rejected: the plan of session {session_id} stays at revision {decision.revision}. "
+            f"Fix every violation below and call {tool} again with the complete plan:"
+        )
+    return result("\n".join([head, *violation_lines(decision.violations)]), data, is_error=True)
+
+
+def plan_result(view: PlanView) -> CallToolResult:
+    return result("\n".join(plan_lines(view)), view.model_dump(mode="json", by_alias=True))
+
+
+def history_result(history: History) -> CallToolResult:
+    return result("\n".join(history_lines(history)), history.as_json())
+
+
+def refusal(violations: list[BadArgument]) -> ToolError:
+    """A call refused before it reached the ledger, naming every problem's code."""
+    return ToolError("\n".join(str(v) for v in violations))
+
+
+def failure(error: Exception) -> ToolError:
+    """A ledger error (or anything unexpected) as the tool error a model reads."""
+    if isinstance(error, BadArgument):
+        return ToolError(str(error))
+    if isinstance(error, LedgerError):
+        text = error.message
+        if not text.startswith(error.code):
+            text = f"{error.code}: {text}"
+        hint = HINT_OF_KIND[error.kind]
+        return ToolError(f"{text.rstrip('.')}.{hint}" if hint else text)
+    log.exception("unexpected error in a plan tool")
+    return ToolError(f"internal_error: {describe(error)}")

@@ -1,0 +1,79 @@
+"""`planledger mcp`: the server wired together and run over stdio."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.subscriptions import InMemorySubscriptionBus
+
+from planledger.clients.mcp.session import start_session
+from planledger.clients.mcp.subscriptions import PlanSubscriptions, plan_uri
+from planledger.clients.mcp.tools import build_tools
+from planledger.service import PlanLedger, open_planledger
+
+INSTRUCTIONS = """\
+plan ledger keeps your plan durable, validated and audited. Record your plan with update_plan \
+(a list of {step, status}) or plan_update (a title and steps with ids), send the complete plan \
+each time a step changes, and fix every violation a refused call names. read_plan shows the \
+committed plan (also after a context compaction); plan_history shows every proposal, commit and \
+rejection. Resource plan://<session_id> is the plan as JSON, with live updates."""
+
+
+def build_server(service: PlanLedger, session_id: str) -> MCPServer[None]:
+    """The MCP server over `service`, whose tools write to `session_id` by default."""
+    bus = InMemorySubscriptionBus()
+    subscriptions = PlanSubscriptions(service, bus)
+
+    @asynccontextmanager
+    async def follow_the_ledger(_: MCPServer[None]) -> AsyncIterator[None]:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(subscriptions.follow)
+            yield
+            tasks.cancel_scope.cancel()
+
+    server: MCPServer[None] = MCPServer(
+        "planledger",
+        title="plan ledger",
+        instructions=INSTRUCTIONS,
+        version=package_version(),
+        tools=build_tools(service, session_id),
+        subscriptions=bus,
+        lifespan=follow_the_ledger,
+        log_level="WARNING",
+    )
+    subscriptions.register(server)
+
+    @server.resource(
+        plan_uri(session_id),
+        name="this-session-plan",
+        title=f"Plan of session {session_id}",
+        description="This server's session: the plan view as JSON.",
+        mime_type="application/json",
+    )
+    async def this_session_plan() -> str:
+        return await subscriptions.read(session_id)
+
+    return server
+
+
+def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("plan-ledger")
+    except PackageNotFoundError:
+        return "0"
+
+
+def serve_stdio(database: str | None, session_id: str | None) -> None:
+    """Open the service and the session (opened if missing, or a fresh `mcp-...` one), then
+    serve MCP on stdin/stdout until the client closes them."""
+    service = open_planledger(database)
+    try:
+        session = start_session(service, session_id)
+        build_server(service, session).run("stdio")
+    finally:
+        service.close()

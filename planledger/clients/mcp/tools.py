@@ -1,0 +1,238 @@
+"""The four plan tools: `update_plan`, `plan_update` (writes), `read_plan`, `plan_history`.
+
+The SDK passes a call's arguments through untouched (`Arguments`), so every malformed value
+reaches the ledger, which names each violation, instead of failing in a generic validator.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio.to_thread
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import ConfigDict
+
+from planledger import tools as forms
+from planledger.clients.mcp import results
+from planledger.clients.mcp.session import BadArgument, session_of
+from planledger.service import PlanLedger
+
+CLIENT = "mcp"
+MAX_ARGUMENT_BYTES = 256 * 1024  # as the HTTP server's body limit: 100 steps of 500 characters fit
+SESSION_ID: dict[str, Any] = {
+    "type": "string",
+    "description": "Optional: the ledger session to use. Leave it out to use this server's "
+    "session (the usual case).",
+}
+# Keys that make a payload the other form: a call of the wrong tool is refused, never recorded.
+FORM_KEYS = {"update_plan": frozenset({"plan"}), "plan_update": frozenset({"title", "steps"})}
+READ_PLAN_DESCRIPTION = (
+    "Read the session's committed plan: its revision, title, steps with their ids and statuses, "
+    "the policy (update_plan or plan_update form) and the last rejection. Call it before you "
+    "update a plan you did not write in this conversation, after a revision_conflict, or to see "
+    "the plan as it stood at an earlier `revision`."
+)
+PLAN_HISTORY_DESCRIPTION = (
+    "Read the audit trail of the session's plan: every proposal, commit (with each step's status "
+    "change) and rejection (with its violation codes), in order."
+)
+
+
+class Arguments(ArgModelBase):
+    """Accepts any arguments and hands them to the tool as one dict."""
+
+    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
+
+    def model_dump_one_level(self) -> dict[str, Any]:
+        return {"arguments": dict(self.model_extra or {})}
+
+
+Handler = Callable[[dict[str, Any]], Awaitable[CallToolResult]]
+
+
+def build_tools(service: PlanLedger, default_session: str) -> list[Tool]:
+    """The four tools over `service`, writing to `default_session` unless a call names another."""
+
+    async def call(fn: Callable[[], CallToolResult]) -> CallToolResult:
+        try:
+            return await anyio.to_thread.run_sync(fn)
+        except Exception as error:
+            raise results.failure(error) from error
+
+    def writer(tool: str) -> Handler:
+        async def write(arguments: dict[str, Any]) -> CallToolResult:
+            session_id = checked_session(arguments, default_session)
+            payload = {key: value for key, value in arguments.items() if key != "session_id"}
+            problems = too_large(arguments) or wrong_form(tool, payload)
+            if problems:
+                raise results.refusal(problems)
+
+            def submit() -> CallToolResult:
+                decision = service.submit(session_id, payload, client=CLIENT)
+                return results.write_result(tool, decision, session_id, service.plan(session_id))
+
+            return await call(submit)
+
+        return write
+
+    async def read_plan(arguments: dict[str, Any]) -> CallToolResult:
+        only(arguments, {"session_id", "revision"})
+        session_id = checked_session(arguments, default_session)
+        revision = arguments.get("revision")
+        if revision is not None and (
+            isinstance(revision, bool) or not isinstance(revision, int) or revision < 0
+        ):
+            raise results.failure(
+                BadArgument("invalid_field", "`revision` must be a whole number >= 0, or left out.")
+            )
+        return await call(lambda: results.plan_result(service.plan(session_id, revision)))
+
+    async def plan_history(arguments: dict[str, Any]) -> CallToolResult:
+        only(arguments, {"session_id"})
+        session_id = checked_session(arguments, default_session)
+        return await call(lambda: results.history_result(service.history(session_id)))
+
+    write = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
+    read = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    return [
+        tool(
+            "update_plan",
+            "Update the plan (update_plan form)",
+            forms.UPDATE_PLAN_DESCRIPTION,
+            with_session(forms.UPDATE_PLAN_SCHEMA),
+            results.WRITE_OUTPUT_SCHEMA,
+            writer("update_plan"),
+            write,
+        ),
+        tool(
+            "plan_update",
+            "Update the plan (plan_update form)",
+            forms.PLAN_UPDATE_DESCRIPTION,
+            with_session(forms.PLAN_UPDATE_SCHEMA),
+            results.WRITE_OUTPUT_SCHEMA,
+            writer("plan_update"),
+            write,
+        ),
+        tool(
+            "read_plan",
+            "Read the plan",
+            READ_PLAN_DESCRIPTION,
+            {
+                "type": "object",
+                "properties": {
+                    "session_id": SESSION_ID,
+                    "revision": {
+                        "type": ["integer", "null"],
+                        "minimum": 0,
+                        "description": "Optional: show the plan as committed at this revision.",
+                    },
+                },
+                "additionalProperties": False,
+            },
+            results.PLAN_OUTPUT_SCHEMA,
+            read_plan,
+            read,
+        ),
+        tool(
+            "plan_history",
+            "Read the plan's history",
+            PLAN_HISTORY_DESCRIPTION,
+            {
+                "type": "object",
+                "properties": {"session_id": SESSION_ID},
+                "additionalProperties": False,
+            },
+            results.HISTORY_OUTPUT_SCHEMA,
+            plan_history,
+            read,
+        ),
+    ]
+
+
+def tool(
+    name: str,
+    title: str,
+    description: str,
+    input_schema: dict[str, Any],
+    output_schema: dict[str, Any],
+    handler: Handler,
+    annotations: ToolAnnotations,
+) -> Tool:
+    """A tool whose schemas are ours (not derived from a signature)."""
+    return Tool(
+        fn=handler,
+        name=name,
+        title=title,
+        description=description,
+        parameters=input_schema,
+        fn_metadata=FuncMetadata(arg_model=Arguments, output_schema=output_schema),
+        is_async=True,
+        context_kwarg=None,
+        annotations=annotations,
+    )
+
+
+def with_session(schema: dict[str, Any]) -> dict[str, Any]:
+    extended = copy.deepcopy(schema)
+    extended["properties"]["session_id"] = SESSION_ID
+    return extended
+
+
+def checked_session(arguments: Mapping[str, Any], default: str) -> str:
+    try:
+        return session_of(arguments, default)
+    except BadArgument as error:
+        raise results.failure(error) from None
+
+
+def only(arguments: Mapping[str, Any], allowed: set[str]) -> None:
+    unknown = [
+        BadArgument(
+            "unknown_field",
+            f"{str(key)[:60]!r} is not an argument of this tool; use {', '.join(sorted(allowed))}.",
+        )
+        for key in arguments
+        if key not in allowed
+    ]
+    if unknown:
+        raise results.refusal(unknown)
+
+
+def too_large(arguments: Mapping[str, Any]) -> list[BadArgument]:
+    """A call too large to be a plan is refused before it is stored."""
+    size = len(json.dumps(arguments, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    if size <= MAX_ARGUMENT_BYTES:
+        return []
+    return [
+        BadArgument(
+            "arguments_too_large",
+            f"The arguments take {size} bytes, more than {MAX_ARGUMENT_BYTES}: a plan says what "
+            "still needs doing in at most 100 short steps; send that, not notes or output.",
+        )
+    ]
+
+
+def wrong_form(tool: str, payload: Mapping[str, Any]) -> list[BadArgument]:
+    """Problems that make the call unreadable as this tool's form (so it is not a proposal)."""
+    other = "plan_update" if tool == "update_plan" else "update_plan"
+    problems = [
+        BadArgument(
+            "unknown_field",
+            f"`{key}` belongs to the {other} tool; {tool} takes "
+            f"{', '.join(sorted(forms.TOOLS[tool][1]['properties']))} and session_id.",
+        )
+        for key in sorted(FORM_KEYS[other] & payload.keys())
+    ]
+    if not FORM_KEYS[tool] & payload.keys():
+        needs = (
+            "`plan`, the complete list of {step, status}"
+            if tool == "update_plan"
+            else ("`title` and `steps`, the complete list of {id, title, status}")
+        )
+        problems.insert(0, BadArgument("missing_field", f"{tool} needs {needs}."))
+    return problems

@@ -1,0 +1,119 @@
+"""The web page's HTML, built in Python: every value passes through `html.escape`."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from html import escape
+from urllib.parse import quote
+
+from planledger.service.results import SessionView
+from projections.shapes import SessionList
+
+
+def layout(title: str, body: str, static: str, *, script: bool = False) -> str:
+    """The page around `body` (already escaped): local styles, and the script when asked."""
+    tag = f'<script src="{static}/ledger.js" defer></script>' if script else ""
+    return f"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{escape(title)} · plan ledger</title>
+<link rel="icon" href="{static}/icon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="{static}/ledger.css">
+{tag}
+</head>
+<body>
+<header class="bar"><a class="brand" href="/ui">plan ledger</a></header>
+{body}
+</body>
+</html>
+"""
+
+
+def session_href(session_id: str) -> str:
+    return f"/ui/sessions/{quote(session_id, safe='')}"
+
+
+def when(moment: datetime | None) -> str:
+    """A timestamp as `YYYY-MM-DD HH:MM:SS UTC`."""
+    if moment is None:
+        return "—"
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def session_list_page(sessions: SessionList, static: str) -> str:
+    rows = "\n".join(
+        f'<tr data-session-id="{escape(item.session_id)}">'
+        f'<td><a href="{escape(session_href(item.session_id))}">{escape(item.session_id)}</a></td>'
+        f"<td>{escape(item.mode)}</td>"
+        f'<td class="num">{item.revision}</td>'
+        f"<td>{escape(when(item.updated_at))}</td></tr>"
+        for item in sessions.sessions
+    )
+    if rows:
+        content = (
+            '<table id="sessions"><thead><tr><th>session</th><th>mode</th>'
+            '<th class="num">revision</th><th>last activity</th></tr></thead>'
+            f"<tbody>{rows}</tbody></table>"
+        )
+    else:
+        content = '<p class="empty" id="sessions">No sessions yet.</p>'
+    body = f'<main class="page"><h1>Sessions</h1>{content}</main>'
+    return layout("sessions", body, static)
+
+
+def goal_items(view: SessionView) -> str:
+    if not view.goals:
+        return '<li class="muted">no goals</li>'
+    return "".join(
+        f'<li data-goal-id="{escape(goal.goal_id)}" data-state="{escape(goal.state)}">'
+        f'<span class="badge">{escape(goal.state)}</span> <code>{escape(goal.goal_id)}</code> '
+        f"{escape(goal.objective)}</li>"
+        for goal in view.goals
+    )
+
+
+def session_page(view: SessionView, after: int, static: str) -> str:
+    """The shell the script fills: plan with its slider, and the history timeline."""
+    sid = escape(view.session_id)
+    body = f"""<main class="page" id="session" data-session-id="{sid}" data-after="{after}">
+<section class="head">
+  <h1><span class="muted">session</span> {sid}</h1>
+  <p class="meta"><span class="badge">mode {escape(view.mode)}</span>
+    <span id="live" class="live" data-state="connecting">connecting</span></p>
+  <ul class="goals">{goal_items(view)}</ul>
+</section>
+<p id="error" class="error" role="alert" hidden></p>
+<noscript><p class="error">This page needs JavaScript to show the plan.</p></noscript>
+<div class="columns">
+<section class="card" aria-labelledby="plan-heading">
+  <div class="plan-head">
+    <h2 id="plan-heading">Plan <span class="muted">revision
+      <span id="revision">…</span> of <span id="latest">…</span></span></h2>
+    <button id="to-latest" type="button" hidden>latest</button>
+  </div>
+  <input id="slider" type="range" min="0" max="0" value="0" disabled
+    aria-label="revision on display">
+  <p id="newer" class="notice" role="status" hidden></p>
+  <h3 id="plan-title" class="plan-title"></h3>
+  <p id="plan-meta" class="muted small"></p>
+  <ol id="plan" class="steps"></ol>
+  <p id="plan-empty" class="empty" hidden></p>
+</section>
+<section class="card" aria-labelledby="history-heading">
+  <h2 id="history-heading">History <span class="muted small">newest first</span></h2>
+  <ol id="history" class="timeline"></ol>
+</section>
+</div>
+</main>"""
+    return layout(view.session_id, body, static, script=True)
+
+
+def not_found_page(session_id: str, static: str) -> str:
+    body = (
+        '<main class="page" id="not-found"><h1>Session not found</h1>'
+        f"<p>There is no session <code>{escape(session_id)}</code> in this ledger.</p>"
+        '<p><a href="/ui">All sessions</a></p></main>'
+    )
+    return layout("not found", body, static)

@@ -1,0 +1,87 @@
+"""`import_paths`: read every file of a run, then record each session's calls in order."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Literal
+
+from domain.errors import ErrorKind, InvalidId, LedgerError
+from domain.ids import validate_id
+from planledger.importers.calls import PlanCall, group_by_session, in_record_order
+from planledger.importers.claude import read_claude
+from planledger.importers.codex import read_codex
+from planledger.importers.lines import find_files
+from planledger.importers.record import record_session
+from planledger.importers.report import ImportReport, LineError
+from planledger.service import PlanLedger
+
+Agent = Literal["codex", "claude"]
+Reader = Callable[[Path, list[LineError], Callable[[int], None]], list[PlanCall]]
+READERS: dict[str, Reader] = {"codex": read_codex, "claude": read_claude}
+REPORTED_KINDS = frozenset({ErrorKind.INVALID, ErrorKind.NOT_FOUND, ErrorKind.EXISTS})
+
+
+def import_paths(
+    service: PlanLedger,
+    agent: Agent,
+    paths: Sequence[Path],
+    *,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> ImportReport:
+    """Record the plan calls of `agent`'s transcripts under `paths` (files, or folders searched
+    recursively for `*.jsonl`). `on_progress(bytes_read, total_bytes)` follows the reading.
+
+    Unreadable lines and calls are reported in `errors` and skipped; the rest is recorded.
+    A storage failure or a corrupt session raises its LedgerError (what was recorded stays)."""
+    reader = READERS[agent]
+    report = ImportReport()
+    files = find_files(paths, report.errors)
+    total = sum(_size(path) for path in files)
+    done = 0
+
+    def advance(count: int) -> None:
+        nonlocal done
+        done += count
+        if on_progress is not None:
+            on_progress(min(done, total), total)
+
+    found: list[PlanCall] = []
+    for path in files:
+        found += _with_valid_ids(reader(path, report.errors, advance), report.errors)
+    for session_id, calls in sorted(group_by_session(found).items()):
+        ordered = in_record_order(calls)
+        try:
+            report.sessions.append(record_session(service, session_id, ordered, f"import:{agent}"))
+        except LedgerError as error:
+            if error.kind not in REPORTED_KINDS:
+                raise
+            first = ordered[0]
+            report.errors.append(
+                LineError(
+                    path=first.path,
+                    line=first.line,
+                    message=f"{len(ordered)} call(s) of session {session_id} not imported: {error}",
+                )
+            )
+    return report
+
+
+def _with_valid_ids(calls: list[PlanCall], errors: list[LineError]) -> list[PlanCall]:
+    """The calls whose id can be a proposal id; each other one is reported."""
+    valid = []
+    for call in calls:
+        try:
+            validate_id(call.call_id, "call id")
+        except InvalidId as error:
+            errors.append(LineError(path=call.path, line=call.line, message=str(error)))
+        else:
+            valid.append(call)
+    return valid
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

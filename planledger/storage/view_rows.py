@@ -1,0 +1,113 @@
+"""View changes as table rows and the statements that write them, shared by the runner's
+batches and the writers that store views in their events' transaction."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from projections.fold import ViewChanges, empty_view
+
+Row = tuple[Any, ...]
+
+
+@dataclass
+class ViewRows:
+    """ViewChanges flattened to rows; `positions` maps (session_id, stream position) to the
+    store position where known (None: the database fills it in)."""
+
+    views: list[Row] = field(default_factory=list)
+    corrupt: list[Row] = field(default_factory=list)
+    history: list[Row] = field(default_factory=list)
+    sessions: list[Row] = field(default_factory=list)
+
+
+def rows_of(changes: ViewChanges, store_position: Callable[[str, int], int | None]) -> ViewRows:
+    """`store_position(aggregate_id, version)` names the store position of an event."""
+    rows = ViewRows()
+    for session_id, (version, view) in changes.views.items():
+        position = store_position(f"plan:{session_id}", version)
+        rows.views.append((session_id, version, position, view.revision, view.model_dump_json()))
+    for session_id, error in changes.corrupt.items():
+        mark = {"rule": error.rule, "position": error.position, "message": error.detail}
+        position = store_position(f"plan:{session_id}", error.position)
+        empty = empty_view(session_id, None).model_dump_json()
+        rows.corrupt.append((session_id, error.position, position, empty, json.dumps(mark)))
+    for row in changes.history:
+        entry = row.entry
+        position = row.notification_id
+        if position is None:
+            position = store_position(f"plan:{row.session_id}", entry.position)
+        rows.history.append(
+            (
+                row.session_id,
+                entry.position,
+                position,
+                entry.kind,
+                entry.revision,
+                entry.model_dump_json(by_alias=True),
+                row.view.model_dump_json() if row.view is not None else None,
+            )
+        )
+    for session in changes.sessions.values():
+        rows.sessions.append(
+            (
+                session.session_id,
+                session.version,
+                session.mode,
+                session.opened_at.isoformat(),
+                session.at.isoformat(),
+            )
+        )
+    return rows
+
+
+def upsert_view(p: str) -> str:
+    return (
+        "INSERT INTO planledger_plan_views (session_id, version, position, revision, view) "
+        f"VALUES ({p}, {p}, {p}, {p}, {p}) ON CONFLICT (session_id) DO UPDATE SET "
+        "version = excluded.version, position = excluded.position, "
+        "revision = excluded.revision, view = excluded.view"
+    )
+
+
+def mark_corrupt(p: str) -> str:
+    """A corrupt session keeps its last good view; a session with none gets an empty one."""
+    return (
+        "INSERT INTO planledger_plan_views (session_id, version, position, revision, view, "
+        f"corrupt) VALUES ({p}, {p}, {p}, 0, {p}, {p}) ON CONFLICT (session_id) DO UPDATE SET "
+        "corrupt = excluded.corrupt, position = excluded.position"
+    )
+
+
+def insert_history(p: str) -> str:
+    return (
+        "INSERT INTO planledger_plan_history "
+        "(session_id, position, notification_id, kind, revision, entry, view) "
+        f"VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p})"
+    )
+
+
+def upsert_session(p: str) -> str:
+    return (
+        "INSERT INTO planledger_sessions (session_id, version, mode, opened_at, updated_at) "
+        f"VALUES ({p}, {p}, {p}, {p}, {p}) ON CONFLICT (session_id) DO UPDATE SET "
+        "version = excluded.version, mode = excluded.mode, updated_at = excluded.updated_at "
+        "WHERE planledger_sessions.version < excluded.version"
+    )
+
+
+def write_rows(
+    executemany: Callable[[str, Sequence[Row]], None], rows: ViewRows, placeholder: str
+) -> None:
+    """Every row, with one statement per table (the caller holds the transaction)."""
+    if rows.views:
+        executemany(upsert_view(placeholder), rows.views)
+    if rows.corrupt:
+        executemany(mark_corrupt(placeholder), rows.corrupt)
+    if rows.history:
+        executemany(insert_history(placeholder), rows.history)
+    if rows.sessions:
+        executemany(upsert_session(placeholder), rows.sessions)

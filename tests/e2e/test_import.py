@@ -1,0 +1,235 @@
+"""`planledger import codex|claude`, driven through the installed command."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from planledger.service import open_planledger
+from tests.e2e.test_cli import Cli
+from tests.rollouts import Rollout, plan_args
+
+SAMPLES = Path("/work/shared/samples/claude")
+COUNTS = ("calls", "committed", "rejected", "skipped")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_cli(request: pytest.FixtureRequest, tmp_path: Path) -> Cli:
+    if request.param == "sqlite":
+        return Cli(tmp_path / "home")
+    return Cli(tmp_path / "home", request.getfixturevalue("postgres_url"))
+
+
+def url_of(cli: Cli) -> str:
+    return cli.database or f"sqlite:///{cli.home / 'ledger.sqlite3'}"
+
+
+def store_position(cli: Cli) -> int:
+    """The position of the last event in the store: unchanged means nothing was written."""
+    with open_planledger(url_of(cli), home=None) as service:
+        return service.health().store_position
+
+
+def history(cli: Cli, session: str) -> list[dict[str, Any]]:
+    with open_planledger(url_of(cli), home=None) as service:
+        entries: list[dict[str, Any]] = service.history(session).as_json()["entries"]
+        return entries
+
+
+def committed_ids(cli: Cli, session: str) -> list[str]:
+    return [e["proposal_id"] for e in history(cli, session) if e["kind"] == "committed"]
+
+
+def run_import(cli: Cli, agent: str, *paths: Path, code: int = 0) -> dict[str, Any]:
+    report: dict[str, Any] = cli.json("import", agent, *map(str, paths), code=code)
+    return report
+
+
+def counts(report: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    return {s["session_id"]: tuple(s[key] for key in COUNTS) for s in report["sessions"]}
+
+
+def todo_writes(path: Path) -> dict[str, list[tuple[str, list[dict[str, Any]], bool]]]:
+    """Per Claude session: each TodoWrite call (id, todos, accepted by Claude Code), read with
+    a full parse of every line, independently of the importer."""
+    calls: dict[str, list[tuple[str, list[dict[str, Any]], bool]]] = {}
+    failed: set[str] = set()
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        message = record.get("message")
+        for block in message.get("content", []) if isinstance(message, dict) else []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_result" and block.get("is_error"):
+                failed.add(block["tool_use_id"])
+            if block.get("type") == "tool_use" and block.get("name") == "TodoWrite":
+                session = f"claude-{record['sessionId']}"
+                calls.setdefault(session, []).append((block["id"], block["input"]["todos"], True))
+    return {
+        session: [(cid, todos, cid not in failed) for cid, todos, _ in found]
+        for session, found in calls.items()
+    }
+
+
+def steps(view: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(step["title"], step["status"]) for step in view["steps"]]
+
+
+def todo_steps(todos: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(todo["content"].strip(), todo["status"]) for todo in todos]
+
+
+def test_real_claude_transcripts(db_cli: Cli) -> None:
+    expected: dict[str, list[tuple[str, list[dict[str, Any]], bool]]] = {}
+    for path in sorted(SAMPLES.glob("*.jsonl")):
+        expected.update(todo_writes(path))
+    assert len(expected) == 3 and all(len(calls) == 4 for calls in expected.values())
+
+    report = run_import(db_cli, "claude", SAMPLES)
+
+    assert report["errors"] == []
+    assert counts(report) == {session: (4, 4, 0, 0) for session in expected}
+    with open_planledger(url_of(db_cli), home=None) as service:
+        for session, calls in expected.items():
+            accepted = [todos for _, todos, ok in calls if ok]
+            assert steps(service.plan(session).model_dump()) == todo_steps(accepted[-1])
+            entries = service.history(session).as_json()["entries"]
+            assert [e["proposal_id"] for e in entries if e["kind"] == "committed"] == [
+                cid for cid, _, _ in calls
+            ]
+            assert {e["client"] for e in entries if e["kind"] == "proposed"} == {"import:claude"}
+        assert service.verify().ok
+    session, calls = sorted(expected.items())[0]
+    for revision, (_, todos, _) in enumerate(calls, 1):
+        view = db_cli.json("plan", "show", session, "--revision", str(revision))
+        assert (view["revision"], steps(view)) == (revision, todo_steps(todos))
+
+
+def test_reimport_writes_nothing(db_cli: Cli, tmp_path: Path) -> None:
+    rollout = Rollout("0199a1b2-c3d4")
+    for n in range(1, 6):
+        rollout.update_plan(n, f"call_{n}", plan_args((f"Step {n}", "in_progress")))
+    path = rollout.write(tmp_path / "sessions" / "rollout-1.jsonl")
+    first = run_import(db_cli, "codex", path)
+    assert counts(first) == {"codex-0199a1b2-c3d4": (5, 5, 0, 0)}
+    written = store_position(db_cli)
+
+    again = run_import(db_cli, "codex", tmp_path / "sessions", path)
+
+    assert counts(again) == {"codex-0199a1b2-c3d4": (5, 0, 0, 5)}
+    assert store_position(db_cli) == written
+
+
+def test_codex_rollouts_in_timestamp_order_across_overlapping_files(
+    db_cli: Cli, tmp_path: Path
+) -> None:
+    rollout = Rollout("0199-overlap").user(1, "Fix the flaky test, use update_plan")
+    texts = ["Reproduce", "Find the race", "Fix it", "Run the suite"]
+    for n in range(len(texts) + 1):
+        statuses = ["completed"] * n + ["in_progress"] + ["pending"] * (len(texts) - n - 1)
+        plan = list(zip(texts, statuses[: len(texts)], strict=True))
+        rollout.update_plan(10 * (n + 1), f"call_{n}", plan_args(*plan), as_text=n % 2 == 0)
+        rollout.other_tools(10 * (n + 1) + 5, f"call_shell_{n}")
+    # the second file repeats the first one's last lines (a resumed session), and comes first
+    early = rollout.write(tmp_path / "b-early.jsonl", slice(0, 20))
+    late = rollout.write(tmp_path / "a-late.jsonl", slice(12, None))
+    late.write_text(rollout.lines[0] + "\n" + late.read_text())  # its own session_meta
+
+    report = run_import(db_cli, "codex", late, early)
+
+    assert counts(report) == {"codex-0199-overlap": (5, 5, 0, 0)}
+    assert committed_ids(db_cli, "codex-0199-overlap") == [f"call_{n}" for n in range(5)]
+    final = db_cli.json("plan", "show", "codex-0199-overlap")
+    assert steps(final) == [(text, "completed") for text in texts]
+    second = db_cli.json("plan", "show", "codex-0199-overlap", "--revision", "2")
+    assert steps(second)[:2] == [("Reproduce", "completed"), ("Find the race", "in_progress")]
+
+
+def test_claude_session_split_over_overlapping_files(db_cli: Cli, tmp_path: Path) -> None:
+    whole = SAMPLES / "26_2cf8fa0634_0_full.jsonl"
+    lines = whole.read_text().splitlines(keepends=True)
+    (tmp_path / "part2.jsonl").write_text("".join(lines[95:]))
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "part1.jsonl").write_text("".join(lines[:110]))
+    [(session, calls)] = todo_writes(whole).items()
+
+    split = run_import(db_cli, "claude", tmp_path)
+
+    assert counts(split) == {session: (4, 4, 0, 0)}
+    assert len(split["sessions"][0]["files"]) == 2
+    assert committed_ids(db_cli, session) == [cid for cid, _, _ in calls]
+
+
+def test_damaged_files_are_reported_and_the_rest_imported(db_cli: Cli, tmp_path: Path) -> None:
+    rollout = Rollout("0199-damaged")
+    rollout.update_plan(1, "call_1", plan_args(("Read the code", "in_progress")))
+    rollout.lines.append("this is not JSON")  # line 5
+    rollout.record(
+        2,
+        "response_item",
+        {"type": "function_call", "name": "update_plan", "arguments": '{"plan": [', "call_id": "c"},
+    )  # line 6
+    rollout.update_plan(3, "call_3", plan_args(("Read the code", "completed")))
+    rollout.update_plan(4, "call_4", plan_args(("Ship", "in_progress")))
+    path = rollout.write(tmp_path / "damaged.jsonl")
+    path.write_text(path.read_text()[:-60])  # the last line (call_4's output) is cut
+    claude = tmp_path / "claude"
+    claude.mkdir()
+    transcript = shutil.copy(SAMPLES / "f8_10e13fce67_0_full.jsonl", claude / "cut.jsonl")
+    text = Path(transcript).read_text()
+    Path(transcript).write_text(text[: text.rindex('"TodoWrite"') + 200])  # cut in a call
+
+    codex = run_import(db_cli, "codex", path, tmp_path / "missing.jsonl", code=2)
+    cut = run_import(db_cli, "claude", claude, code=2)
+
+    assert [(e["path"], e["line"]) for e in codex["errors"]] == [
+        (str(tmp_path / "missing.jsonl"), 0),
+        (str(path), 5),
+        (str(path), 6),
+        (str(path), 10),
+    ]
+    assert "arguments are not JSON" in codex["errors"][2]["message"]
+    assert counts(codex) == {"codex-0199-damaged": (3, 3, 0, 0)}
+    assert [(e["path"], e["line"]) for e in cut["errors"]] == [(str(transcript), 114)]
+    assert counts(cut) == {"claude-d88bceb6-bb3a-4ae8-9405-d67d19950a46": (3, 3, 0, 0)}
+    human = db_cli("import", "codex", str(path))
+    assert human.returncode == 2
+    assert f"{path}:6: update_plan call c: arguments are not JSON" in human.stderr
+    assert "codex-0199-damaged" in human.stdout
+
+
+def test_rule_breaking_calls_are_recorded_as_rejected(db_cli: Cli, tmp_path: Path) -> None:
+    rollout = Rollout("0199-rules")
+    rollout.update_plan(1, "call_ok", plan_args(("Plan", "in_progress"), ("Build", "pending")))
+    two_active = plan_args(("Plan", "in_progress"), ("Build", "in_progress"))
+    rollout.update_plan(2, "call_two", two_active)
+    rollout.update_plan(3, "call_field", {**plan_args(("Plan", "completed")), "mode": "plan"})
+    rollout.update_plan(4, "call_done", plan_args(("Plan", "completed"), ("Build", "completed")))
+    rollout.update_plan(5, "call:colon", plan_args(("Plan", "pending")))  # line 11
+    bad_id = Rollout("has a space").update_plan(1, "call_x", plan_args(("Plan", "pending")))
+    path = rollout.write(tmp_path / "rules.jsonl")
+    bad_path = bad_id.write(tmp_path / "bad-id.jsonl")
+
+    report = run_import(db_cli, "codex", path, bad_path, code=2)
+
+    assert counts(report) == {"codex-0199-rules": (4, 2, 2, 0)}
+    assert [(e["path"], e["line"]) for e in report["errors"]] == [
+        (str(path), 11),
+        (str(bad_path), 3),
+    ]
+    assert "invalid call id 'call:colon'" in report["errors"][0]["message"]
+    assert "invalid session id" in report["errors"][1]["message"]
+    rejected = {
+        e["proposal_id"]: [v["code"] for v in e["violations"]]
+        for e in history(db_cli, "codex-0199-rules")
+        if e["kind"] == "rejected"
+    }
+    assert rejected == {
+        "call_two": ["multiple_in_progress"],
+        "call_field": ["mode_change_forbidden"],
+    }
+    assert db_cli.json("plan", "show", "codex-0199-rules")["revision"] == 2

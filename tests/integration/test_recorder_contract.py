@@ -1,0 +1,71 @@
+"""The eventsourcing library's own application-recorder contract, run on our recorders: the
+one-round-trip PostgreSQL recorder and the SQLite recorder that store views with events."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from tempfile import TemporaryDirectory
+from urllib.parse import urlsplit
+
+import psycopg
+from eventsourcing.postgres import PostgresDatastore
+from eventsourcing.sqlite import SQLiteDatastore
+from eventsourcing.tests.persistence import ApplicationRecorderTestCase
+
+from planledger.storage.postgres_recorder import OneTripPostgresRecorder
+from planledger.storage.sqlite_recorder import ViewsSQLiteRecorder
+from tests.conftest import POSTGRES_URL
+
+
+class TestOneTripPostgresRecorder(ApplicationRecorderTestCase[OneTripPostgresRecorder]):
+    def setUp(self) -> None:
+        self.schema = f"r_{uuid.uuid4().hex[:12]}"
+        self.admin = psycopg.connect(POSTGRES_URL, autocommit=True)
+        self.admin.execute(f'CREATE SCHEMA "{self.schema}"')
+        parts = urlsplit(POSTGRES_URL)
+        self.datastore = PostgresDatastore(
+            dbname=parts.path.lstrip("/"),
+            host=parts.hostname or "127.0.0.1",
+            port=parts.port or 5432,
+            user=parts.username or "postgres",
+            password=parts.password or "",
+            schema=self.schema,
+            originator_id_type="text",
+            pool_size=4,
+        )
+
+    def tearDown(self) -> None:
+        self.datastore.close()
+        self.admin.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+        self.admin.close()
+
+    def new_originator_id(self) -> str:
+        return str(uuid.uuid4())
+
+    def create_recorder(self) -> OneTripPostgresRecorder:
+        recorder = OneTripPostgresRecorder(self.datastore, events_table_name="events")
+        recorder.create_table()
+        return recorder
+
+    # The library's timing loops measure the machine, not the contract: not collected.
+    test_performance = None  # type: ignore[assignment]
+    test_concurrent_throughput = None  # type: ignore[assignment]
+
+
+class TestViewsSQLiteRecorder(ApplicationRecorderTestCase[ViewsSQLiteRecorder]):
+    def setUp(self) -> None:
+        self.folder = TemporaryDirectory()
+        self.datastore = SQLiteDatastore(str(Path(self.folder.name) / "events.sqlite3"))
+
+    def tearDown(self) -> None:
+        self.datastore.close()
+        self.folder.cleanup()
+
+    def create_recorder(self) -> ViewsSQLiteRecorder:
+        recorder = ViewsSQLiteRecorder(self.datastore)
+        recorder.create_table()
+        return recorder
+
+    test_performance = None  # type: ignore[assignment]
+    test_concurrent_throughput = None  # type: ignore[assignment]
