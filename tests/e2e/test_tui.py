@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sqlite3
 import subprocess
 import time
 from collections import Counter
@@ -309,6 +310,29 @@ def test_an_unknown_session_exits_2_with_one_line_before_any_screen(tmp_path: Pa
     assert no_terminal.stderr == (
         "planledger: error: planledger tui needs a terminal (use `plan show` or `plan history`)\n"
     )
+
+
+def test_a_corrupt_session_exits_1_naming_the_rule(tmp_path: Path) -> None:
+    database = tmp_path / "ledger.sqlite3"
+    with open_planledger(f"sqlite:///{database}", home=None) as service:
+        seed(service, "bad", 1)
+    with sqlite3.connect(database) as conn:  # an edited row: revision 7 right after none
+        (state,) = conn.execute(
+            "SELECT state FROM stored_events WHERE originator_id='plan:bad' AND topic LIKE "
+            "'%PlanCommitted' ORDER BY originator_version LIMIT 1"
+        ).fetchone()
+        conn.execute(
+            "UPDATE stored_events SET state=? WHERE originator_id='plan:bad' AND state=?",
+            (json.dumps({**json.loads(state), "revision": 7}).encode(), state),
+        )
+    env = {**os.environ, "PLANLEDGER_HOME": str(tmp_path)}
+    command = [planledger_command(), "--database", f"sqlite:///{database}"]
+    subprocess.run([*command, "projections", "rebuild"], capture_output=True, env=env, timeout=60)
+    result = subprocess.run(
+        [*command, "tui", "bad"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.count("\n") == 1 and "[revision_sequence]" in result.stderr
 
 
 # -- a long history -----------------------------------------------------------------------------
