@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from functools import partial
 from typing import ClassVar
 
@@ -76,20 +77,23 @@ class PlanLedgerTui(App[None]):
     # -- keys -------------------------------------------------------------------------------
 
     def action_older(self) -> None:
-        self.timeline.back()
-        self.show()
+        self.move(self.timeline.back)
 
     def action_newer(self) -> None:
-        self.timeline.forward()
-        self.show()
+        self.move(self.timeline.forward)
 
     def action_first(self) -> None:
-        self.timeline.home()
-        self.show()
+        self.move(self.timeline.home)
 
     def action_latest(self) -> None:
-        self.timeline.end()
-        self.show()
+        self.move(self.timeline.end)
+
+    def move(self, step: Callable[[], None]) -> None:
+        """Apply a timeline move; redraw only if it changed what is on display."""
+        before = (self.timeline.selected, self.timeline.following)
+        step()
+        if (self.timeline.selected, self.timeline.following) != before:
+            self.show()
 
     def action_history(self) -> None:
         """Show and focus the history; pressed again in it, hide it."""
