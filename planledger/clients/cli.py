@@ -498,6 +498,28 @@ def hooks_install(
         typer.echo(f"planledger hooks for {agent.value} already in {result.path}; nothing changed")
 
 
+@app.command("tui")
+def tui(
+    session_id: SessionArg,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            "--server",
+            metavar="URL",
+            help="Read a `planledger serve` at URL (token from $PLANLEDGER_TOKEN) instead of "
+            "the database.",
+        ),
+    ] = None,
+) -> None:
+    """The terminal UI: the plan at any revision, its changes and its history, live.
+
+    Keys: left/right one revision, Home first, End latest (live), h history, q quit.
+    """
+    from planledger.clients.tui.command import run_tui
+
+    run_tui(session_id, server=server, database=state.database)
+
+
 # -- verification and demo --------------------------------------------------------------------
 
 

@@ -90,8 +90,9 @@ def natural(text: str | None) -> int | None:
 
 def plan_show(database: str | None, parsed: Parsed) -> int | None:
     """The stored view, straight from SQLite; None when the full path must answer."""
+    from planledger.storage.file_paths import files_root, spawn_back_fill, tracking_name
     from planledger.storage.schema import SCHEMA_VERSION
-    from planledger.storage.settings import SettingsError, database_settings
+    from planledger.storage.settings import SettingsError, database_settings, home_dir
 
     revision = natural(parsed.options.get("--revision"))
     if revision == -1:
@@ -109,9 +110,12 @@ def plan_show(database: str | None, parsed: Parsed) -> int | None:
         try:
             if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
                 return None
-            reached, last = conn.execute(
+            root = files_root(home_dir(), settings)
+            reached, last, files_at = conn.execute(
                 "SELECT (SELECT position FROM planledger_tracking WHERE projection = 'views'), "
-                "(SELECT COALESCE(MAX(rowid), 0) FROM stored_events)"
+                "(SELECT COALESCE(MAX(rowid), 0) FROM stored_events), "
+                "(SELECT position FROM planledger_tracking WHERE projection = ?)",
+                (tracking_name(root),),
             ).fetchone()
             if reached != last:
                 return None  # the views are behind: the full path catches them up
@@ -131,6 +135,8 @@ def plan_show(database: str | None, parsed: Parsed) -> int | None:
             conn.close()
     except sqlite3.Error:
         return None  # locked, unreadable: the full path reports it properly
+    if (files_at or 0) < reached:
+        spawn_back_fill(root, settings)  # a home that is behind: its files follow meanwhile
     if row is None:
         return None  # unknown or invalid session: the full path says which
     if row[1] is not None or view_json is None:

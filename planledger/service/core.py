@@ -8,7 +8,7 @@ its own codes. It never builds a ledger, a store or a runner of its own.
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,6 +107,16 @@ class PlanLedger:
         decisions = self.ledger.submit_batch(session_id, calls)
         self._after_write(*_committed(session_id, *decisions))
         return decisions
+
+    def submit_sessions(
+        self, batches: Mapping[str, Sequence[Call]], *, open_missing: bool = False
+    ) -> dict[str, list[Decision]]:
+        """Bulk recording (imports): many sessions' calls in one transaction, each decided as
+        `submit` would; `open_missing` opens the sessions that do not exist yet. Their
+        plan.json files are back-filled in the background, not written one by one."""
+        results = self.ledger.submit_sessions(batches, open_missing=open_missing)
+        self._after_write()
+        return results
 
     def propose(
         self,
