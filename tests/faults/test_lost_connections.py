@@ -143,7 +143,8 @@ def test_server_heals_after_its_connections_are_terminated(
         try:
             before, ended = drain(stream, set(writer.acknowledged), 10.0)
             assert not ended, stream.error
-            last_seen = max(e["store_position"] for e in before)
+            last_seen = before_kills = max(e["store_position"] for e in before)
+            acknowledged_before = len(writer.acknowledged)
             for round_ in (1, 2):  # the second kill finds the healed connections
                 killed_at = kill_server_connections(name)
                 later = len(writer.acknowledged)
@@ -173,6 +174,15 @@ def test_server_heals_after_its_connections_are_terminated(
                 last_seen = max(e["store_position"] for e in events)
         finally:
             stream.close()
+        # A client that was away through both kills resumes with Last-Event-ID: every commit
+        # since, once each.
+        after_kills = writer.acknowledged[acknowledged_before:]
+        resumed = EventStream(server, "/sessions/s1/events", {"Last-Event-ID": str(before_kills)})
+        try:
+            events, _ = drain(resumed, set(after_kills), 10.0)
+        finally:
+            resumed.close()
+        assert committed_ids(events) == after_kills
         # Nothing lost, nothing doubled: the history is exactly the acknowledged commits.
         assert history_ids(api, "s1") == writer.acknowledged
         assert all(status == 503 for status, _ in writer.failures), writer.failures
