@@ -296,14 +296,16 @@ class PlanLedger:
             if self._signal is None:
                 store = open_store(self.database)  # its own connection to wait on
 
-                def wait_for_change(timeout: float) -> None:
-                    store.wait_for_events(timeout)
+                def wait_for_change(timeout: float) -> bool:
+                    if not store.wait_for_events(timeout):
+                        return False
                     self._catch_up_if_behind()
                     if self.files is not None:
                         try:
                             self.files.sync()
                         except OSError as error:
                             self.files.warnings.append(f"plan.json files not written: {error}")
+                    return True
 
                 self._signal = ChangeSignal(wait_for_change)
                 self._signal_store = store

@@ -83,13 +83,15 @@ class PostgresViewStore(ViewStore):
             )
         return notifications_of(rows)
 
-    def wait_for_events(self, timeout: float) -> None:
+    def wait_for_events(self, timeout: float) -> bool:
         try:
             if self.listener is None:
                 self.listener = psycopg.connect(self.conninfo, autocommit=True)
                 self.listener.execute(f"LISTEN {self.channel}")
+                return True  # listening (again): whatever came before, re-query once
             for _ in self.listener.notifies(timeout=timeout, stop_after=1):
-                break
+                return True
+            return False
         except psycopg.Error:
             # Listen again on a new connection next time (the caller re-queries from its
             # position, so no event is missed in between).

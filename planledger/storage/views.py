@@ -57,8 +57,9 @@ class ViewStore(ABC):
         """Committed events after `after`, in order, never skipping one still in flight."""
 
     @abstractmethod
-    def wait_for_events(self, timeout: float) -> None:
-        """Return when new events may have been committed, or after `timeout` seconds."""
+    def wait_for_events(self, timeout: float) -> bool:
+        """Return when new events may have been committed (True), or after `timeout` seconds
+        with no sign of any (False)."""
 
     @abstractmethod
     def close(self) -> None:
@@ -328,7 +329,7 @@ class SqliteViewStore(ViewStore):
             )
         return notifications_of(rows)
 
-    def wait_for_events(self, timeout: float) -> None:
+    def wait_for_events(self, timeout: float) -> bool:
         # SQLite has no notifications: watch the file's data_version, which changes on
         # every commit by another connection.
         deadline = time.monotonic() + timeout
@@ -337,9 +338,9 @@ class SqliteViewStore(ViewStore):
                 version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
             if version != self._data_version:
                 self._data_version = version
-                return
+                return True
             if time.monotonic() >= deadline:
-                return
+                return False
             time.sleep(0.005)
 
     def close(self) -> None:

@@ -73,18 +73,18 @@ def text_of(app: PlanLedgerTui, selector: str) -> str:
 def test_the_feed_says_it_is_interrupted_then_resumes_from_its_position(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(app_module, "RETRY_SECONDS", 0.2)
+    monkeypatch.setattr(app_module, "RETRY_SECONDS", 1.0)
     source = MemorySource(failures=1)
+    notice = "live feed interrupted, retrying: ServerUnavailable: the server went away"
 
     async def main() -> None:
         app = PlanLedgerTui(source, source.load())
         async with app.run_test() as pilot:
-            await pilot.pause()
-            status = text_of(app, "#status")
-            assert "live feed interrupted, retrying: ServerUnavailable: the server went away" in (
-                status
-            )
             deadline = asyncio.get_running_loop().time() + 3
+            while notice not in text_of(app, "#status"):  # shown while it waits to retry
+                assert asyncio.get_running_loop().time() < deadline, "the failure was not shown"
+                await pilot.pause(0.02)
+            deadline = asyncio.get_running_loop().time() + 5
             while len(source.follows) < 2:
                 assert asyncio.get_running_loop().time() < deadline, "no retry"
                 await pilot.pause(0.05)
