@@ -33,8 +33,8 @@ from tests.faults.support import (
 
 pytestmark = [pytest.mark.faults, pytest.mark.postgres]
 
-LOAD_SECONDS = 10.0
-KILL_EVERY = 1.2  # seconds between kills: about 8 kills, servers and CLI processes alternating
+LOAD_SECONDS = 8.0
+KILL_EVERY = 1.0  # seconds between kills: about 8 kills, servers and CLI processes alternating
 SESSION = "s1"
 
 

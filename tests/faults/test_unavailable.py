@@ -32,15 +32,17 @@ def start_up(home: Path, database: str, *args: str) -> float:
     unknown session: start-up, one read, exit 2). The machine is shared by other developers'
     test runs, so a 3 s bound is checked on what is left once this is subtracted: the time the
     product spent waiting for its storage."""
-    runs = [run(home, database, *args, stdin=json.dumps(codex(1))) for _ in range(2)]
-    assert all(done.returncode == 2 for done in runs), "\n".join(map(str, runs))
-    return min(done.seconds for done in runs)
+    done = run(home, database, *args, stdin=json.dumps(codex(1)))
+    assert done.returncode == 2, str(done)
+    return done.seconds
 
 
 def test_unreachable_postgres_exits_5_within_3s_naming_the_cause(tmp_path: Path) -> None:
     home = tmp_path / "home"
+    answers = f"sqlite:///{tmp_path / 'answers.sqlite3'}"
+    open_planledger(answers, home=None).close()  # its schema is set up: a store that answers
     for args in (["plan", "show", "s"], ["plan", "update", "s", "-"]):
-        base = start_up(home, f"sqlite:///{tmp_path / 'answers.sqlite3'}", *args)
+        base = start_up(home, answers, *args)
 
         def attempt(args: list[str] = args) -> Run:
             done = run(home, UNREACHABLE, *args, stdin=json.dumps(codex(1)))
