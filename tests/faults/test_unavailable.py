@@ -84,11 +84,6 @@ def revision(home: Path, database: str) -> int:
     return int(shown.json()["revision"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="plan update on a locked SQLite file exits 5 only after ~5 s, not within 3 s (the "
-    "2 s lock timeout is waited out again by the write path's retries)",
-)
 def test_plan_update_on_a_locked_sqlite_file_exits_5_within_3s(
     sqlite_with_plan: str, tmp_path: Path
 ) -> None:
