@@ -1,0 +1,129 @@
+"""CLI start-up: one `planledger` process per call, as an agent harness runs it, beside a bare
+`python -c pass` measured in the same run (the interpreter's own start-up).
+
+    python bench/cli_startup.py [--rounds 5] [--calls 10] [--database sqlite]
+
+Each command runs `--calls` times a round, in a fresh PLANLEDGER_HOME on the SQLite default
+(or `--database URL`); wall-clock and CPU (user + system) medians per round, then the median
+over rounds, and the ratio to the bare interpreter. The spec's budget is 150 ms of wall clock
+per `plan show` and `plan update` process on the SQLite default.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import common  # noqa: E402  (puts the repository on sys.path)
+
+PLAN = {"plan": [{"step": "Read the failing test", "status": "in_progress"}]}
+TODO = {
+    "session_id": "bench",
+    "hook_event_name": "PreToolUse",
+    "tool_name": "TodoWrite",
+    "tool_input": {"todos": [{"content": "Fix it", "status": "in_progress", "activeForm": "x"}]},
+}
+IGNORED = {"session_id": "bench", "hook_event_name": "PreToolUse", "tool_name": "Bash"}
+
+
+def planledger() -> str:
+    found = shutil.which("planledger", path=str(Path(sys.executable).parent))
+    if found is None:
+        raise SystemExit("install the package first: pip install -e .")
+    return found
+
+
+def timed(argv: list[str], env: dict[str, str], stdin: str = "") -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds of the child, exit code) of one process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, done.returncode
+
+
+def commands(database: str | None) -> dict[str, tuple[list[str], str, set[int]]]:
+    """name: (argv, stdin, acceptable exit codes)."""
+    cli = planledger()
+    db = ["--database", database] if database else []
+    return {
+        "python -c pass": ([sys.executable, "-c", "pass"], "", {0}),
+        "plan show --json": ([cli, *db, "plan", "show", "bench", "--json"], "", {0}),
+        "plan show": ([cli, *db, "plan", "show", "bench"], "", {0}),
+        "plan update --json": ([cli, *db, "plan", "update", "bench", "--json"], "", {0}),
+        "hook (ignored event)": ([cli, *db, "hook", "claude-code"], json.dumps(IGNORED), {0}),
+        "hook (TodoWrite)": ([cli, *db, "hook", "claude-code"], json.dumps(TODO), {0}),
+    }
+
+
+def run(args: Any) -> dict[str, Any]:
+    database = None if args.database == "sqlite" else args.database
+    rounds: dict[str, list[dict[str, float]]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        env = {**os.environ, "PLANLEDGER_HOME": folder}
+        env.pop("PLANLEDGER_DATABASE_URL", None)
+        cli = planledger()
+        db = ["--database", database] if database else []
+        subprocess.run([cli, *db, "session", "open", "bench"], env=env, check=True)
+        subprocess.run(
+            [cli, *db, "plan", "update", "bench"], input=json.dumps(PLAN), text=True, env=env,
+            check=True, capture_output=True,
+        )
+        for round_number in range(args.rounds):
+            for name, (argv, stdin, codes) in commands(database).items():
+                walls, cpus = [], []
+                for call in range(args.calls):
+                    if name == "plan update --json":
+                        steps = [{"step": f"Step {round_number}.{call}", "status": "in_progress"}]
+                        stdin = json.dumps({"plan": steps})
+                    if name == "hook (TodoWrite)":
+                        stdin = json.dumps({**TODO, "tool_use_id": f"t{round_number}.{call}"})
+                    wall, cpu, code = timed(argv, env, stdin)
+                    if code not in codes:
+                        raise SystemExit(f"{name}: exit {code}")
+                    walls.append(wall)
+                    cpus.append(cpu)
+                rounds.setdefault(name, []).append(
+                    {"wall_ms": common.median(walls) * 1000, "cpu_ms": common.median(cpus) * 1000}
+                )
+            print(f"round {round_number + 1}/{args.rounds} done", file=sys.stderr)
+    table: dict[str, dict[str, Any]] = {}
+    for name, measured in rounds.items():
+        table[name] = {
+            "wall_ms_median": common.median([m["wall_ms"] for m in measured]),
+            "cpu_ms_median": common.median([m["cpu_ms"] for m in measured]),
+            "rounds": measured,
+        }
+    base = table["python -c pass"]
+    for row in table.values():
+        row["wall_x_python"] = common.ratio(row["wall_ms_median"], base["wall_ms_median"])
+        row["cpu_x_python"] = common.ratio(row["cpu_ms_median"], base["cpu_ms_median"])
+    return table
+
+
+def main() -> None:
+    p = common.parser("cli_startup", __doc__ or "", rounds=5, database="sqlite")
+    p.add_argument("--calls", type=int, default=10, help="processes per command and round")
+    args = common.parse(p)
+    table = run(args)
+    print(f"{'command':24} {'wall ms':>9} {'cpu ms':>8} {'wall x':>7} {'cpu x':>7}")
+    for name, row in table.items():
+        print(
+            f"{name:24} {row['wall_ms_median']:9.1f} {row['cpu_ms_median']:8.1f} "
+            f"{row['wall_x_python'] or 0:7.2f} {row['cpu_x_python'] or 0:7.2f}"
+        )
+    common.write_result(args.output, common.result(args, commands=table))
+
+
+if __name__ == "__main__":
+    main()
