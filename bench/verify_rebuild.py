@@ -14,6 +14,8 @@ the ratio of each to the baseline.
 
 from __future__ import annotations
 
+import functools
+import json
 import sys
 import time
 import uuid
@@ -23,16 +25,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import common  # noqa: E402
+import common
 
-from domain.forms import parse_proposal  # noqa: E402
-from domain.ids import plan_aggregate_id, session_aggregate_id  # noqa: E402
-from domain.plan import Plan  # noqa: E402
-from domain.session import Mode, Session  # noqa: E402
-from planledger.service import PlanLedger, open_planledger  # noqa: E402
-from planledger.service.ledger import fingerprint  # noqa: E402
-from planledger.storage.views import open_store  # noqa: E402
-from projections.runner import ProjectionRunner  # noqa: E402
+from domain.forms import parse_proposal
+from domain.ids import plan_aggregate_id, session_aggregate_id
+from domain.plan import Plan
+from domain.session import Mode, Session
+from planledger.service import PlanLedger, open_planledger
+from planledger.service.ledger import fingerprint
+from planledger.storage.scan import scan_events
+from planledger.storage.views import open_store
+from projections.runner import ProjectionRunner
 
 SAVE_EVERY = 100  # sessions saved per transaction while building the store
 
@@ -101,23 +104,17 @@ def build_store(service: PlanLedger, sessions: int, per_session: int) -> int:
 
 
 def bare_decode(service: PlanLedger) -> int:
-    """Read every event row and `json.loads` its state: the floor of any whole-store pass."""
-    import json
-
-    store = service.views
+    """Read every event row in stream order and `json.loads` its state: the floor of any
+    whole-store pass (no domain, no rules)."""
     count = 0
-    after = 0
-    while True:
-        rows = store.read_notifications(after, 5000)
-        for row in rows:
-            json.loads(row.state)
-        count += len(rows)
-        if len(rows) < 5000:
-            return count
-        after = rows[-1].id
+    for stored in scan_events(service.database):
+        json.loads(stored.state)
+        count += 1
+    return count
 
 
-def verify(service: PlanLedger) -> int:
+def verify(service: PlanLedger, workers: int) -> int:
+    service.ledger.verify_workers = workers
     report = service.ledger.verify()
     assert report.ok, report.problems[:3]
     return report.sessions_checked
@@ -137,6 +134,12 @@ def main(argv: list[str] | None = None) -> None:
     p = common.parser("verify_rebuild", __doc__ or "")
     p.add_argument("--sessions", type=int, default=2000)
     p.add_argument("--events-per-session", type=int, default=12)
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        help="verify processes (the ledger's default: 2; used from 50k events on)",
+    )
     args = common.parse(p, argv)
     with common.fresh_store(args.database, "bench_vr") as url:
         service = open_planledger(url, home=None)
@@ -146,7 +149,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"store: {events} events in {args.sessions} sessions, written in {built:.1f} s")
         passes: dict[str, Callable[[PlanLedger], int]] = {
             "bare_decode": bare_decode,
-            "verify": verify,
+            "verify": functools.partial(verify, workers=args.workers),
             "rebuild": rebuild,
         }
         rates: dict[str, list[float]] = {name: [] for name in passes}
