@@ -23,6 +23,7 @@ from eventsourcing.persistence import Mapper, Notification
 from domain.base import Event
 from domain.errors import CorruptHistory
 from projections.fold import ViewChanges, fold_events
+from projections.gc_pause import paused_gc
 from projections.plan_json import write_plan_file
 from projections.shapes import PlanView
 
@@ -94,7 +95,8 @@ class ProjectionRunner:
                 self._advance(position)
                 return position
             try:
-                position = self._apply(position, batch)
+                with paused_gc():
+                    position = self._apply(position, batch)
             except StaleBatch:  # another runner (or a writer) got there first
                 position = self.store.position(VIEWS)
                 continue
