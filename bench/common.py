@@ -113,9 +113,10 @@ def cpu_model() -> str | None:
     return None
 
 
-def machine_info() -> dict[str, Any]:
-    """Cores, CPU, Python, package versions and the load average now (a shared machine)."""
-    return {
+def machine_info(database: str | None = None) -> dict[str, Any]:
+    """Cores, CPU, Python, package versions and the load average now (a shared machine), and
+    the PostgreSQL server's settings when `database` is one."""
+    info = {
         "cores": os.cpu_count(),
         "cores_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "cpu_model": cpu_model(),
@@ -124,6 +125,9 @@ def machine_info() -> dict[str, Any]:
         "packages": {name: version_of(name) for name in PACKAGES},
         "loadavg": list(os.getloadavg()),
     }
+    if database is not None and kind_of(database) == "postgres":
+        info["postgres"] = postgres_info(admin_url(database))
+    return info
 
 
 # -- stores -----------------------------------------------------------------------------------
@@ -137,6 +141,20 @@ def admin_url(database: str) -> str:
     return DEFAULT_POSTGRES if database == "postgres" else database.split("?", 1)[0]
 
 
+def create_schema(base: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{name}"')
+
+
+def drop_schema(base: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
 @contextlib.contextmanager
 def fresh_store(database: str, tag: str = "bench") -> Iterator[str]:
     """A ledger URL on an empty store, removed afterwards: a new schema on the PostgreSQL
@@ -145,17 +163,29 @@ def fresh_store(database: str, tag: str = "bench") -> Iterator[str]:
         with tempfile.TemporaryDirectory(prefix=f"{tag}_") as folder:
             yield f"sqlite:///{Path(folder) / 'ledger.sqlite3'}"
         return
-    import psycopg
-
     base = admin_url(database)
     schema = f"{tag}_{uuid.uuid4().hex[:10]}".lower()
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
+    create_schema(base, schema)
     try:
         yield f"{base}?schema={schema}"
     finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        drop_schema(base, schema)
+
+
+def postgres_info(base: str) -> dict[str, Any]:
+    """The PostgreSQL server's version and durability settings, and how many clients it has."""
+    import psycopg
+
+    info: dict[str, Any] = {}
+    with psycopg.connect(base, autocommit=True) as conn:
+        for setting in ("server_version", "synchronous_commit", "fsync", "shared_buffers"):
+            row = conn.execute(f"SHOW {setting}").fetchone()
+            info[setting] = row[0] if row else None
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+        ).fetchone()
+        info["client_backends_at_start"] = row[0] if row else None
+    return info
 
 
 # -- results ----------------------------------------------------------------------------------
@@ -169,7 +199,7 @@ def result(args: argparse.Namespace, **parts: Any) -> dict[str, Any]:
         "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "database": kind_of(args.database),
         "rounds": args.rounds,
-        "machine": machine_info(),
+        "machine": machine_info(args.database),
         **parts,
     }
 
