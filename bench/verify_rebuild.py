@@ -9,13 +9,16 @@ named by the plan, half in the Codex form; each with commits, a rejection, a goa
 moved. Then, each round and in a rotated order: `verify()` of every session (a full replay,
 every rule re-checked), `rebuild()` of the views, and the baseline: reading every event row
 and `json.loads` of its state (no domain, no rules). Medians of the rounds are reported, with
-the ratio of each to the baseline.
+the ratio of each to the baseline, and the CPU time per event of this process and its worker
+processes (the database server's excluded): on a shared machine the wall-clock rates move
+with other people's load, the CPU per event much less.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import resource
 import sys
 import time
 import uuid
@@ -130,6 +133,15 @@ def rebuild(service: PlanLedger) -> int:
     return 0
 
 
+def client_cpu() -> float:
+    """CPU seconds of this process and of its finished worker processes (not the database's)."""
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def main(argv: list[str] | None = None) -> None:
     p = common.parser("verify_rebuild", __doc__ or "")
     p.add_argument("--sessions", type=int, default=2000)
@@ -153,13 +165,16 @@ def main(argv: list[str] | None = None) -> None:
             "rebuild": rebuild,
         }
         rates: dict[str, list[float]] = {name: [] for name in passes}
+        cpu: dict[str, list[float]] = {name: [] for name in passes}
         names = list(passes)
         for r in range(args.rounds):
             order = names[r % len(names) :] + names[: r % len(names)]
             for name in order:
+                cpu_before = client_cpu()
                 started = time.perf_counter()
                 passes[name](service)
                 rates[name].append(events / (time.perf_counter() - started))
+                cpu[name].append((client_cpu() - cpu_before) / events * 1e6)
             line = "  ".join(f"{name}={rates[name][-1]:9,.0f}/s" for name in names)
             print(f"round {r + 1}/{args.rounds}: {line}", flush=True)
         service.close()
@@ -169,15 +184,20 @@ def main(argv: list[str] | None = None) -> None:
             "events_per_s": common.spread(values),
             "rounds": [round(v) for v in values],
             "ratio_to_bare_decode": common.ratio(common.median(values), base),
+            "client_cpu_us_per_event": round(common.median(cpu[name]), 2),
         }
         for name, values in rates.items()
     }
-    print(f"\n{'pass':<12} {'median ev/s':>12} {'min':>10} {'max':>10} {'x bare':>7}")
+    print(
+        f"\n{'pass':<12} {'median ev/s':>12} {'min':>10} {'max':>10} {'x bare':>7} "
+        f"{'cpu us/ev':>10}"
+    )
     for name, figure in figures.items():
         s = figure["events_per_s"]
         print(
             f"{name:<12} {s['median']:>12,.0f} {s['min']:>10,.0f} {s['max']:>10,.0f} "
-            f"{figure['ratio_to_bare_decode'] or 0:>7.3f}"
+            f"{figure['ratio_to_bare_decode'] or 0:>7.3f} "
+            f"{figure['client_cpu_us_per_event']:>10.1f}"
         )
     document = common.result(
         args,
