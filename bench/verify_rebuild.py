@@ -149,8 +149,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--workers",
         type=int,
-        default=2,
-        help="verify processes (the ledger's default: 2; used from 50k events on)",
+        default=1,
+        help="verify processes (the ledger's default: 1; more are used from 50k events on)",
     )
     args = common.parse(p, argv)
     with common.fresh_store(args.database, "bench_vr") as url:
