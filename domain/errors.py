@@ -34,6 +34,10 @@ class InvalidId(LedgerError):
     code = "invalid_id"
 
 
+class InvalidInput(LedgerError):
+    """The input could not be read as a proposal at all (not a JSON object, not JSON)."""
+
+
 class InvalidPayload(LedgerError):
     """A payload that cannot be read as a proposal at all: nested too deep, an integer too large,
     values that are not JSON data. Nothing is recorded."""

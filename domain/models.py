@@ -37,7 +37,14 @@ ALLOWED_STATUSES: dict[Policy, frozenset[str]] = {
 }
 
 
-class Frozen(BaseModel):
+class Model(BaseModel):
+    """Base of every payload and read model: validators are built on first use, not at import
+    (a command-line process pays only for the models it touches)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+class Frozen(Model):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
@@ -21,6 +22,13 @@ def derive_step_ids(texts: Sequence[str]) -> list[str]:
     """A slug per text, `-2`, `-3`... for repeats: each id is its slug with the smallest suffix
     not taken before it. Linear: each slug resumes from the suffix it reached last (every
     smaller one is taken, and taken ids are never freed)."""
+    return list(_derive(tuple(texts)))
+
+
+@functools.lru_cache(maxsize=256)
+def _derive(texts: tuple[str, ...]) -> tuple[str, ...]:
+    # Cached: one proposal's ids are derived when it is read, decided, applied and re-checked
+    # by the views, from the same texts.
     used: set[str] = set()
     reached: dict[str, int] = {}
     ids = []
@@ -34,4 +42,4 @@ def derive_step_ids(texts: Sequence[str]) -> list[str]:
         reached[base] = n
         used.add(candidate)
         ids.append(candidate)
-    return ids
+    return tuple(ids)

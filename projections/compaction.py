@@ -9,9 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from pydantic import BaseModel
-
-from domain.models import Step
+from domain.models import Model, Step
 from projections.shapes import PlanView
 
 DEFAULT_MAX_CHARS = 2000
@@ -19,12 +17,12 @@ NEXT_STEPS = 5
 ELLIPSIS = "…"
 
 
-class StepSummary(BaseModel):
+class StepSummary(Model):
     id: str
     title: str
 
 
-class CompactionSnapshot(BaseModel):
+class CompactionSnapshot(Model):
     state: Literal["present", "absent", "unreadable"]
     revision: int | None = None
     title: str | None = None

@@ -9,11 +9,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ConfigDict, ValidationError
 
 from domain.errors import LedgerError
 from domain.ids import validate_id
-from domain.models import Step
+from domain.models import Model, Step
 from projections.shapes import PlanView
 
 SCHEMA_VERSION: Literal[1] = 1
@@ -25,7 +25,7 @@ class PlanFileError(LedgerError):
     code = "unreadable_plan_file"
 
 
-class PlanFile(BaseModel):
+class PlanFile(Model):
     """The on-disk shape (seeds/000): schema_version plus the plan view."""
 
     model_config = ConfigDict(extra="forbid")

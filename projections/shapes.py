@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import ConfigDict, Field
 
-from domain.models import PlanSnapshot, Step, Violation
+from domain.models import Model, PlanSnapshot, Step, Violation
 
 
-class PendingProposalView(BaseModel):
+class PendingProposalView(Model):
     proposal_id: str
     form: str | None
     expected_revision: int | None
@@ -18,12 +18,12 @@ class PendingProposalView(BaseModel):
     candidate: PlanSnapshot | None = None  # what a commit of it must equal (re-checked)
 
 
-class RejectionView(BaseModel):
+class RejectionView(Model):
     proposal_id: str
     violations: list[Violation]
 
 
-class PlanView(BaseModel):
+class PlanView(Model):
     session_id: str
     revision: int
     policy: str | None
@@ -35,15 +35,15 @@ class PlanView(BaseModel):
     updated_at: datetime | None
 
 
-class Transition(BaseModel):
+class Transition(Model):
     step_id: str
     from_: str | None = Field(alias="from", serialization_alias="from")
     to: str | None
 
-    model_config = {"populate_by_name": True}
+    model_config = ConfigDict(populate_by_name=True)
 
 
-class HistoryEntry(BaseModel):
+class HistoryEntry(Model):
     position: int
     kind: Literal["proposed", "committed", "rejected"]
     proposal_id: str
@@ -56,7 +56,7 @@ class HistoryEntry(BaseModel):
     violations: list[Violation] | None = None
 
 
-class History(BaseModel):
+class History(Model):
     session_id: str
     entries: list[HistoryEntry]
 
@@ -70,9 +70,20 @@ class History(BaseModel):
         return data
 
 
-class CorruptMark(BaseModel):
+class CorruptMark(Model):
     """Where a session's history breaks a rule: its plan is never shown past it."""
 
     rule: str
     position: int
     message: str
+
+
+class SessionListItem(Model):
+    session_id: str
+    mode: str
+    revision: int
+    updated_at: datetime
+
+
+class SessionList(Model):
+    sessions: list[SessionListItem]

@@ -4,53 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rich.cells import cell_len
 from rich.console import Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from domain.models import Violation
-from planledger.service.results import Decision, SessionList, SessionView, VerifyReport
-from projections.shapes import History, PlanView
+from planledger.clients.plan_panel import plan_panel_of
+from planledger.service.results import Decision, SessionView, VerifyReport
+from projections.shapes import History, PlanView, SessionList
 
 MAX_EXPLANATION_SHOWN = 500
 
-STATUS_MARK = {
-    "completed": ("[x]", "green"),
-    "in_progress": ("[>]", "bold yellow"),
-    "pending": ("[ ]", "default"),
-    "cancelled": ("[-]", "dim strike"),
-}
-
 
 def plan_panel(view: PlanView) -> Panel:
-    lines: list[Text] = []
-    if not view.steps:
-        lines.append(Text("no plan", style="dim italic"))
-    for step in view.steps:
-        mark, style = STATUS_MARK.get(step.status, ("[?]", "red"))
-        lines.append(
-            Text.assemble((f"{mark} ", style), (step.title, style), (f"  {step.id}", "dim"))
-        )
-    if view.pending_proposal:
-        lines.append(
-            Text(f"undecided proposal {view.pending_proposal.proposal_id}", style="italic cyan")
-        )
-    title = view.title or "(untitled)"
-    subtitle = f"revision {view.revision}" + (f" · {view.policy}" if view.policy else "")
-    if view.goal_id:
-        subtitle += f" · goal {view.goal_id}"
-    # A panel is as wide as its content; the border texts must fit too (a short plan would
-    # otherwise cut its revision number). Rich still caps the width at the terminal's.
-    content = max(line.cell_len for line in lines)
-    width = max(content + 4, cell_len(subtitle) + 6, cell_len(title) + 6)
-    return Panel(
-        Group(*lines),
-        title=Text(title, style="bold"),
-        subtitle=Text(subtitle),
-        width=width,  # expands to exactly this width (at most the terminal's)
-    )
+    return plan_panel_of(view.model_dump(mode="json"))
 
 
 def violation_place(violation: Violation) -> str:

@@ -6,20 +6,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from domain.errors import ErrorKind, InvalidId, LedgerError
+from domain.errors import InvalidId, LedgerError
 from domain.ids import validate_id
 from planledger.importers.calls import PlanCall, group_by_session, in_record_order
 from planledger.importers.claude import read_claude
 from planledger.importers.codex import read_codex
 from planledger.importers.lines import find_files
-from planledger.importers.record import record_session
+from planledger.importers.record import record_sessions
 from planledger.importers.report import ImportReport, LineError
 from planledger.service import PlanLedger
 
 Agent = Literal["codex", "claude"]
 Reader = Callable[[Path, list[LineError], Callable[[int], None]], list[PlanCall]]
 READERS: dict[str, Reader] = {"codex": read_codex, "claude": read_claude}
-REPORTED_KINDS = frozenset({ErrorKind.INVALID, ErrorKind.NOT_FOUND, ErrorKind.EXISTS})
 
 
 def import_paths(
@@ -49,21 +48,22 @@ def import_paths(
     found: list[PlanCall] = []
     for path in files:
         found += _with_valid_ids(reader(path, report.errors, advance), report.errors)
-    for session_id, calls in sorted(group_by_session(found).items()):
-        ordered = in_record_order(calls)
-        try:
-            report.sessions.append(record_session(service, session_id, ordered, f"import:{agent}"))
-        except LedgerError as error:
-            if error.kind not in REPORTED_KINDS:
-                raise
-            first = ordered[0]
-            report.errors.append(
-                LineError(
-                    path=first.path,
-                    line=first.line,
-                    message=f"{len(ordered)} call(s) of session {session_id} not imported: {error}",
-                )
+
+    def report_session(session_id: str, calls: Sequence[PlanCall], error: LedgerError) -> None:
+        first = calls[0]
+        report.errors.append(
+            LineError(
+                path=first.path,
+                line=first.line,
+                message=f"{len(calls)} call(s) of session {session_id} not imported: {error}",
             )
+        )
+
+    sessions = [
+        (session_id, in_record_order(calls))
+        for session_id, calls in sorted(group_by_session(found).items())
+    ]
+    report.sessions += record_sessions(service, sessions, f"import:{agent}", report_session)
     return report
 
 

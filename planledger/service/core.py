@@ -7,25 +7,31 @@ its own codes. It never builds a ledger, a store or a runner of its own.
 
 from __future__ import annotations
 
-import asyncio
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from domain.errors import CorruptHistory, RevisionNotFound, SessionNotFound
+from domain.errors import (
+    CorruptHistory,
+    LedgerError,
+    RevisionNotFound,
+    SessionNotFound,
+    StorageUnavailable,
+)
 from domain.ids import validate_id
 from domain.session import Mode
 from planledger.service.feed import ChangeSignal, FeedEvent
 from planledger.service.files import PlanFiles
 from planledger.service.ledger import Call, Ledger
-from planledger.service.results import Decision, SessionList, SessionView, VerifyReport
+from planledger.service.results import Decision, SessionView, VerifyReport
+from planledger.storage.errors import probe_cause, unavailable_cause
 from planledger.storage.settings import DatabaseSettings, database_settings, home_dir
 from planledger.storage.views import ViewStore, open_store
 from projections.compaction import DEFAULT_MAX_CHARS, CompactionSnapshot, build_plan_snapshot
 from projections.runner import ProjectionRunner
-from projections.shapes import CorruptMark, History, PlanView
+from projections.shapes import CorruptMark, History, PlanView, SessionList
 
 FEED_BATCH = 500
 
@@ -102,6 +108,16 @@ class PlanLedger:
         self._after_write(*_committed(session_id, *decisions))
         return decisions
 
+    def submit_sessions(
+        self, batches: Mapping[str, Sequence[Call]], *, open_missing: bool = False
+    ) -> dict[str, list[Decision]]:
+        """Bulk recording (imports): many sessions' calls in one transaction, each decided as
+        `submit` would; `open_missing` opens the sessions that do not exist yet. Their
+        plan.json files are back-filled in the background, not written one by one."""
+        results = self.ledger.submit_sessions(batches, open_missing=open_missing)
+        self._after_write()
+        return results
+
     def propose(
         self,
         session_id: str,
@@ -174,6 +190,12 @@ class PlanLedger:
     def verify(self, session_ids: Sequence[str] | None = None) -> VerifyReport:
         """Replay from the first event (never a snapshot), re-checking every rule. A session
         found corrupt is marked so in the views: reads refuse it from then on."""
+        for session_id in session_ids or ():
+            validate_id(session_id)
+            if self.views.plan_view(session_id) is None and not self.ledger.session_exists(
+                session_id
+            ):
+                raise SessionNotFound(session_id)
         report = self.ledger.verify(session_ids)
         for problem in report.problems:
             if problem.rule != "session_not_found":
@@ -192,6 +214,8 @@ class PlanLedger:
     ) -> AsyncIterator[FeedEvent]:
         """Every plan event after store position `after` (of one session, or all), in store
         order, then each new one as any writer commits it. Runs until the caller stops."""
+        import asyncio
+
         if session_id is not None:
             await asyncio.to_thread(self.session, session_id)  # not_found before following
         signal = self._change_signal()
@@ -272,14 +296,16 @@ class PlanLedger:
             if self._signal is None:
                 store = open_store(self.database)  # its own connection to wait on
 
-                def wait_for_change(timeout: float) -> None:
-                    store.wait_for_events(timeout)
+                def wait_for_change(timeout: float) -> bool:
+                    if not store.wait_for_events(timeout):
+                        return False
                     self._catch_up_if_behind()
                     if self.files is not None:
                         try:
                             self.files.sync()
                         except OSError as error:
                             self.files.warnings.append(f"plan.json files not written: {error}")
+                    return True
 
                 self._signal = ChangeSignal(wait_for_change)
                 self._signal_store = store
@@ -313,4 +339,15 @@ def open_planledger(
     """The service on `url` (else PLANLEDGER_DATABASE_URL, else the SQLite default), with
     plan.json files under `home` (PLANLEDGER_HOME by default; None writes none)."""
     files = home() if callable(home) else home
-    return PlanLedger(database_settings(url), files)
+    settings = database_settings(url)
+    try:
+        return PlanLedger(settings, files)
+    except LedgerError:
+        raise
+    except Exception as error:
+        cause = unavailable_cause(error)
+        if cause is None:
+            raise
+        raise StorageUnavailable(
+            f"storage unavailable ({settings.display_url}): {probe_cause(settings) or cause}"
+        ) from error

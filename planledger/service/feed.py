@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import threading
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel
-
+from domain.models import Model
 from projections.shapes import HistoryEntry, PlanView
 
+if TYPE_CHECKING:  # asyncio is imported where it runs: a one-shot command never needs it
+    import asyncio
 
-class FeedEvent(BaseModel):
+
+class FeedEvent(Model):
     """One proposed / committed / rejected event, with the plan a commit left."""
 
     store_position: int
@@ -47,7 +48,7 @@ class ChangeSignal:
     """One thread waits on the database (LISTEN/NOTIFY or SQLite's data_version) and wakes
     every async follower in this process; each follower then re-queries from its position."""
 
-    def __init__(self, wait_for_change: Callable[[float], None]) -> None:
+    def __init__(self, wait_for_change: Callable[[float], bool]) -> None:
         self._wait_for_change = wait_for_change
         self._lock = threading.Lock()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
@@ -65,12 +66,14 @@ class ChangeSignal:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                self._wait_for_change(0.5)
+                changed = self._wait_for_change(0.5)
                 self.error = None
             except Exception as error:  # the database went away: say so, retry shortly
                 self.error = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
                 self._stop.wait(0.5)
-            self.fire()
+                changed = True  # re-query from the followers' positions once it is back
+            if changed:
+                self.fire()
 
     def fire(self) -> None:
         """Wake every follower (also called after a write in this process)."""
@@ -84,6 +87,8 @@ class ChangeSignal:
     async def wait(self, timeout: float) -> None:
         """Return after the next change (or `timeout` seconds)."""
         self.start()
+        import asyncio
+
         event = asyncio.Event()
         with self._lock:
             self._waiters.append((asyncio.get_running_loop(), event))

@@ -9,14 +9,9 @@ files follow the views.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import os
-import subprocess
-import sys
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
+from planledger.storage.file_paths import files_root, spawn_back_fill, tracking_name
 from planledger.storage.settings import DatabaseSettings
 from planledger.storage.views import ViewStore
 from projections.plan_json import plan_path, write_plan_file
@@ -24,32 +19,12 @@ from projections.runner import VIEWS
 from projections.shapes import PlanView
 
 
-def store_key(url: str) -> str:
-    """12 hex chars of the SHA-256 of the URL without its password."""
-    parts = urlsplit(url)
-    if parts.password is not None:
-        host = parts.hostname or ""
-        if parts.port is not None:
-            host = f"{host}:{parts.port}"
-        parts = parts._replace(netloc=f"{parts.username or ''}@{host}")
-    return hashlib.sha256(urlunsplit(parts).encode()).hexdigest()[:12]
-
-
-def files_root(home: Path, database: DatabaseSettings) -> Path:
-    """`home` for the default store (SQLite at <home>/ledger.sqlite3), else its own folder."""
-    default = home / "ledger.sqlite3"
-    path = database.env.get("SQLITE_DBNAME")
-    if path is not None and Path(path).resolve() == default.resolve():
-        return home
-    return home / "stores" / store_key(database.url)
-
-
 class PlanFiles:
     def __init__(self, home: Path, database: DatabaseSettings, views: ViewStore) -> None:
         self.database = database
         self.root = files_root(home, database)
         self.views = views
-        self.tracking = f"plan_json:{self.root.resolve()}"
+        self.tracking = tracking_name(self.root)
         self.warnings: list[str] = []
         self.written: set[str] = set()
 
@@ -92,20 +67,6 @@ class PlanFiles:
             if changed <= self.written:
                 self.views.set_position(self.tracking, views_at)
                 return
-            self.spawn_sync()
+            spawn_back_fill(self.root, self.database)
         except Exception as error:  # never fail a command for its files
             self.warnings.append(f"plan.json files not brought up to date: {error}")
-
-    def spawn_sync(self) -> None:
-        """`planledger projections sync-files` as a detached background process."""
-        with contextlib.suppress(OSError):
-            self.root.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "PLANLEDGER_DATABASE_URL": self.database.url}
-        subprocess.Popen(
-            [sys.executable, "-m", "planledger.clients.cli", "projections", "sync-files"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            env=env,
-        )

@@ -20,12 +20,13 @@ from domain.base import Aggregate
 from domain.errors import (
     CorruptHistory,
     ErrorKind,
+    InvalidInput,
     LedgerError,
     ProposalNotFound,
     SessionExists,
     SessionNotFound,
 )
-from domain.forms import clean_text, parse_proposal
+from domain.forms import ParsedProposal, clean_text, parse_proposal
 from domain.ids import plan_aggregate_id, session_aggregate_id, validate_id
 from domain.models import PlanSnapshot, Violation
 from domain.plan import Outcome, PendingProposal, Plan
@@ -38,8 +39,9 @@ from planledger.service.results import (
     VerifyReport,
 )
 from planledger.service.verify import NOTHING, judge, replay, replayed, verify_store
+from planledger.storage.errors import heals
 from planledger.storage.recorder import InlineViews
-from planledger.storage.schema import ensure_schema
+from planledger.storage.schema import ensure_schema, schema_is_current
 from planledger.storage.settings import DatabaseSettings, database_settings
 from planledger.storage.transcoding import PydanticTranscoding
 from projections.fold import ViewChanges, fold_events
@@ -51,10 +53,6 @@ MAX_OBJECTIVE_CHARS = 2000
 FEW_SESSIONS = 20  # named sessions verified stream by stream; more, in one pass over the store
 WRITE_CACHE_SIZE = 1000  # plans kept by a long-running process (server) between commands
 A = TypeVar("A", bound=Aggregate)
-
-
-class InvalidInput(LedgerError):
-    """The input could not be read as a proposal at all (not a JSON object)."""
 
 
 class Contention(LedgerError):
@@ -71,6 +69,24 @@ class Call:
     payload: Any
     proposal_id: str | None = None
     client: str | None = None
+
+
+@dataclass(frozen=True)
+class ParsedCall:
+    parsed: ParsedProposal
+    proposal_id: str
+    fingerprint: str
+    client: str | None
+
+
+def parse_call(call: Call) -> ParsedCall:
+    """A call read and its proposal id chosen (before any retry, so a retry finds it)."""
+    if not isinstance(call.payload, Mapping):
+        raise InvalidInput("a plan proposal must be a JSON object")
+    parsed = parse_proposal(call.payload)
+    proposal_id = parsed.proposal_id or call.proposal_id or uuid.uuid4().hex
+    validate_id(proposal_id, "proposal id")
+    return ParsedCall(parsed, proposal_id, fingerprint(call.payload), call.client)
 
 
 def fingerprint(payload: Mapping[str, Any]) -> str:
@@ -98,9 +114,11 @@ class Ledger(Application[str]):
         # Processes of a whole-store verify. Measured on the shared 2-core machine, a second one
         # cost more (its start-up) than it saved: one by default (bench/verify_rebuild.py).
         self.verify_workers = 1
+        current = schema_is_current(settings)  # fails at once, naming why, when unreachable
         super().__init__(env=settings.env)
-        snapshots = self.snapshots.recorder if self.snapshots else None
-        ensure_schema(settings, self.recorder, snapshots)
+        if not current:
+            snapshots = self.snapshots.recorder if self.snapshots else None
+            ensure_schema(settings, self.recorder, snapshots)
 
     def construct_env(self, name: str, env: EnvType | None = None) -> Environment:
         # Only our own setting counts: never os.environ, never silent in-memory storage.
@@ -115,6 +133,7 @@ class Ledger(Application[str]):
 
     # -- sessions and goals -----------------------------------------------------------------
 
+    @heals
     def open_session(self, session_id: str, mode: Mode = Mode.WORK) -> SessionView:
         """Open a session (and its empty plan). SessionExists if it is already open."""
         validate_id(session_id)
@@ -125,6 +144,11 @@ class Ledger(Application[str]):
         except IntegrityError:
             raise SessionExists(session_id) from None
         return session_view(session)
+
+    def session_exists(self, session_id: str) -> bool:
+        """Whether any event of the session was ever stored (verify of a named session)."""
+        aggregate_id = session_aggregate_id(session_id)
+        return bool(self.recorder.select_events(aggregate_id, limit=1))
 
     def session(self, session_id: str) -> SessionView:
         return session_view(self._session(session_id))
@@ -179,6 +203,7 @@ class Ledger(Application[str]):
         decision = self._propose(session_id, payload, client, proposal_id, decide=False)
         return decision.proposal_id
 
+    @heals
     def decide(self, session_id: str, proposal_id: str) -> Decision:
         """Stage two: decide a recorded proposal, or return the outcome it already has."""
         for _ in self._attempts():
@@ -212,7 +237,20 @@ class Ledger(Application[str]):
         parsed = parse_proposal(payload)
         proposal_id = parsed.proposal_id or proposal_id or uuid.uuid4().hex
         validate_id(proposal_id, "proposal id")
-        content = fingerprint(payload)
+        return self._decide_proposal(
+            session_id, parsed, proposal_id, fingerprint(payload), client, decide
+        )
+
+    @heals
+    def _decide_proposal(
+        self,
+        session_id: str,
+        parsed: ParsedProposal,
+        proposal_id: str,
+        content: str,
+        client: str | None,
+        decide: bool,
+    ) -> Decision:
         for _ in self._attempts():
             plan, before = self._checkout(session_id)
             known = plan.outcomes.get(proposal_id)
@@ -236,41 +274,86 @@ class Ledger(Application[str]):
         """Propose and decide many calls on one session, in order, written in one transaction
         (bulk imports). Each call is decided exactly as `submit` would decide it; a call whose
         proposal_id is already recorded writes nothing and returns its recorded outcome."""
-        parsed_calls = []
-        for call in calls:
-            if not isinstance(call.payload, Mapping):
-                raise InvalidInput("a plan proposal must be a JSON object")
-            parsed = parse_proposal(call.payload)
-            proposal_id = parsed.proposal_id or call.proposal_id or uuid.uuid4().hex
-            validate_id(proposal_id, "proposal id")
-            parsed_calls.append((parsed, proposal_id, fingerprint(call.payload), call.client))
+        return self.submit_sessions({session_id: calls})[session_id]
+
+    def submit_sessions(
+        self, batches: Mapping[str, Sequence[Call]], *, open_missing: bool = False
+    ) -> dict[str, list[Decision]]:
+        """`submit_batch` for many sessions at once, all in one transaction; with
+        `open_missing`, a session that does not exist yet is opened in it too."""
+        parsed: dict[str, list[ParsedCall]] = {}
+        for session_id, calls in batches.items():
+            validate_id(session_id)
+            parsed[session_id] = [parse_call(call) for call in calls]
+        return self._record_sessions(parsed, open_missing)
+
+    @heals
+    def _record_sessions(
+        self, batches: dict[str, list[ParsedCall]], open_missing: bool
+    ) -> dict[str, list[Decision]]:
         for _ in self._attempts():
-            plan, before = self._checkout(session_id)
-            decisions: list[tuple[Decision, int]] = []  # with the count of events before it
-            for parsed, proposal_id, content, client in parsed_calls:
-                known = plan.outcomes.get(proposal_id)
-                if known is not None and known.fingerprint != content:
-                    decisions.append((reused_decision(proposal_id, plan.revision), -1))
-                    continue
-                if known is not None and known.status != "pending":
-                    decisions.append((decision_of(proposal_id, known, plan.revision), -1))
-                    continue
-                if known is None:
-                    plan.propose(proposal_id, parsed, content, client)
-                outcome = plan.decide(self._goals_for(session_id, plan.pending))
-                decided = decision_of(proposal_id, outcome, plan.revision)
-                decisions.append((decided, len(plan.pending_events)))
+            aggregates: list[Aggregate] = []
+            before: dict[str, PlanView | None] = {}
+            plans: dict[str, Plan] = {}
+            decided: dict[str, list[tuple[Decision, int]]] = {}
+            offset = 0  # events of the aggregates before this one, in the order they are stored
+            for session_id, calls in batches.items():
+                try:
+                    plan, view = self._checkout(session_id)
+                    before[session_id] = view
+                except SessionNotFound:
+                    if not open_missing:
+                        raise
+                    session = Session.open(session_aggregate_id(session_id), session_id, Mode.WORK)
+                    plan = Plan.create(plan_aggregate_id(session_id), session_id)
+                    aggregates.append(session)
+                    offset += len(session.pending_events)
+                    before[session_id] = None
+                decided[session_id] = self._decide_calls(session_id, plan, calls, offset)
+                offset += len(plan.pending_events)
+                plans[session_id] = plan
+                aggregates.append(plan)
             try:
-                recordings, after = self._store_plan(plan, before)
+                recordings, changes = self._store(*aggregates, before=before)
             except IntegrityError:
                 self.lost_races += 1
+                for session_id in batches:  # their cached plans may be stale: read again
+                    with self._write_cache_lock:
+                        self._write_cache.pop(session_id, None)
                 continue
-            self._checkin(plan, after)
-            for decided, written in decisions:
-                if written > 0 and recordings:
-                    decided.store_position = recordings[written - 1].notification.id
-            return [decided for decided, _ in decisions]
-        raise Contention(f"too many concurrent writers on session {session_id!r}")
+            results: dict[str, list[Decision]] = {}
+            for session_id, plan in plans.items():
+                changed = changes.views.get(session_id)
+                after = changed[1] if changed else before[session_id]
+                if after is not None:
+                    self._checkin(plan, after)
+                for decision, position in decided[session_id]:
+                    if position > 0 and recordings:
+                        decision.store_position = recordings[position - 1].notification.id
+                results[session_id] = [decision for decision, _ in decided[session_id]]
+            return results
+        raise Contention("too many concurrent writers on these sessions")
+
+    def _decide_calls(
+        self, session_id: str, plan: Plan, calls: list[ParsedCall], offset: int
+    ) -> list[tuple[Decision, int]]:
+        """Decide each call on `plan` in order; each decision with the (1-based) place of its
+        last event among all the events of the save (-1 when it wrote nothing)."""
+        decisions: list[tuple[Decision, int]] = []
+        for call in calls:
+            known = plan.outcomes.get(call.proposal_id)
+            if known is not None and known.fingerprint != call.fingerprint:
+                decisions.append((reused_decision(call.proposal_id, plan.revision), -1))
+                continue
+            if known is not None and known.status != "pending":
+                decisions.append((decision_of(call.proposal_id, known, plan.revision), -1))
+                continue
+            if known is None:
+                plan.propose(call.proposal_id, call.parsed, call.fingerprint, call.client)
+            outcome = plan.decide(self._goals_for(session_id, plan.pending))
+            decided = decision_of(call.proposal_id, outcome, plan.revision)
+            decisions.append((decided, offset + len(plan.pending_events)))
+        return decisions
 
     def _save_decision(
         self, plan: Plan, before: PlanView, proposal_id: str, outcome: Outcome
@@ -394,6 +477,7 @@ class Ledger(Application[str]):
     def _session(self, session_id: str) -> Session:
         return self._get(session_aggregate_id(session_id), session_id, Session)
 
+    @heals
     def _get(self, aggregate_id: str, session_id: str, kind: type[A]) -> A:
         validate_id(session_id)
         try:
@@ -413,6 +497,7 @@ class Ledger(Application[str]):
         assert isinstance(aggregate, kind)
         return aggregate
 
+    @heals
     def _update(self, session_id: str, load: Callable[[str], A], change: Callable[[A], None]) -> A:
         for _ in self._attempts():
             aggregate = load(session_id)

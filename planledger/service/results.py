@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from domain.models import Violation
+from domain.models import Model, Violation
 
 DecisionStatus = Literal["committed", "rejected", "conflict"]
 
 
-class Decision(BaseModel):
+class Decision(Model):
     status: DecisionStatus
     revision: int = Field(description="The committed revision after the call.")
     proposal_id: str
-    violations: list[Violation] = []
+    violations: list[Violation] = Field(default_factory=list)
     current_revision: int
     store_position: int | None = Field(
         default=None,
@@ -24,38 +23,27 @@ class Decision(BaseModel):
     )
 
 
-class GoalView(BaseModel):
+class GoalView(Model):
     goal_id: str
     objective: str
     state: str
 
 
-class SessionView(BaseModel):
+class SessionView(Model):
     session_id: str
     mode: str
     goals: list[GoalView]
     should_continue: bool
 
 
-class Problem(BaseModel):
+class Problem(Model):
     session_id: str
     position: int
     rule: str
     message: str
 
 
-class VerifyReport(BaseModel):
+class VerifyReport(Model):
     ok: bool
     sessions_checked: int
     problems: list[Problem]
-
-
-class SessionListItem(BaseModel):
-    session_id: str
-    mode: str
-    revision: int
-    updated_at: datetime
-
-
-class SessionList(BaseModel):
-    sessions: list[SessionListItem]

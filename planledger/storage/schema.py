@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from planledger.storage.settings import DatabaseSettings, postgres_conninfo
@@ -53,6 +54,25 @@ def view_ddl(json_type: str) -> list[str]:
         "version BIGINT NOT NULL, mode TEXT NOT NULL, opened_at TEXT NOT NULL, "
         "updated_at TEXT NOT NULL)",
     ]
+
+
+def schema_is_current(settings: DatabaseSettings) -> bool:
+    """One cheap read of the version mark (and, on PostgreSQL, a direct connection that fails
+    at once, naming the cause, when the database cannot be reached)."""
+    if settings.is_postgres:
+        import psycopg
+
+        with psycopg.connect(postgres_conninfo(settings), autocommit=True) as conn:
+            schema = settings.env.get("POSTGRES_SCHEMA", "public")
+            return _postgres_version(conn, schema) == SCHEMA_VERSION
+    path = settings.env["SQLITE_DBNAME"]
+    if path != ":memory:" and not Path(path).exists():
+        return False
+    reader = sqlite3.connect(path, timeout=float(settings.env["SQLITE_LOCK_TIMEOUT"]))
+    try:
+        return bool(reader.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION)
+    finally:
+        reader.close()
 
 
 def ensure_schema(settings: DatabaseSettings, *recorders: Any) -> None:

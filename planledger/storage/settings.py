@@ -10,6 +10,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from domain.errors import LedgerError
 
 DEFAULT_HOME = Path("~/.local/share/planledger")
+# Our recorders (views stored with their events), each imported only for its database.
+SQLITE_RECORDER = "planledger.storage.sqlite_recorder:ViewsSQLiteRecorder"
+POSTGRES_RECORDER = "planledger.storage.postgres_recorder:OneTripPostgresRecorder"
 
 
 class SettingsError(LedgerError):
@@ -77,7 +80,7 @@ def database_settings(url: str | None = None) -> DatabaseSettings:
                 "SQLITE_DBNAME": path,
                 # A lock held past this is "storage unavailable" (exit 5), well within 3 s.
                 "SQLITE_LOCK_TIMEOUT": "2",
-                "APPLICATION_RECORDER_TOPIC": "planledger.storage.recorder:ViewsSQLiteRecorder",
+                "APPLICATION_RECORDER_TOPIC": SQLITE_RECORDER,
             },
         )
     if url.startswith(("postgresql://", "postgres://")):
@@ -101,7 +104,7 @@ def database_settings(url: str | None = None) -> DatabaseSettings:
             # The library insists on a password even under trust authentication.
             "POSTGRES_PASSWORD": unquote(parts.password or ""),
             "POSTGRES_CONNECT_TIMEOUT": "2",
-            "APPLICATION_RECORDER_TOPIC": "planledger.storage.recorder:OneTripPostgresRecorder",
+            "APPLICATION_RECORDER_TOPIC": POSTGRES_RECORDER,
         }
         schema = parse_qs(parts.query).get("schema")
         if schema:

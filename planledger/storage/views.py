@@ -13,20 +13,16 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-import psycopg
 from eventsourcing.persistence import Notification
-from psycopg_pool import ConnectionPool
 
-from planledger.service.results import SessionList, SessionListItem
-from planledger.storage.settings import DatabaseSettings, postgres_conninfo
-from planledger.storage.view_rows import COPY_HISTORY, Row, ViewRows, rows_of, write_rows
+from planledger.storage.settings import DatabaseSettings
+from planledger.storage.view_rows import Row, ViewRows, rows_of, write_rows
 from projections.fold import ViewChanges, empty_view
 from projections.runner import VIEWS, LoadedView, StaleBatch
-from projections.shapes import CorruptMark, HistoryEntry, PlanView
+from projections.shapes import CorruptMark, HistoryEntry, PlanView, SessionList, SessionListItem
 
 
 class ViewStore(ABC):
@@ -61,8 +57,9 @@ class ViewStore(ABC):
         """Committed events after `after`, in order, never skipping one still in flight."""
 
     @abstractmethod
-    def wait_for_events(self, timeout: float) -> None:
-        """Return when new events may have been committed, or after `timeout` seconds."""
+    def wait_for_events(self, timeout: float) -> bool:
+        """Return when new events may have been committed (True), or after `timeout` seconds
+        with no sign of any (False)."""
 
     @abstractmethod
     def close(self) -> None:
@@ -120,7 +117,7 @@ class ViewStore(ABC):
             )
         return {
             row[0]: LoadedView(
-                int(row[1]), PlanView.model_validate(_json(row[2])), row[3] is not None
+                int(row[1]), PlanView.model_validate(json_value(row[2])), row[3] is not None
             )
             for row in rows
         }
@@ -184,8 +181,8 @@ class ViewStore(ABC):
         )
         if not rows:
             return None
-        corrupt = CorruptMark.model_validate(_json(rows[0][1])) if rows[0][1] else None
-        return PlanView.model_validate(_json(rows[0][0])), corrupt
+        corrupt = CorruptMark.model_validate(json_value(rows[0][1])) if rows[0][1] else None
+        return PlanView.model_validate(json_value(rows[0][0])), corrupt
 
     def plan_at(self, session_id: str, revision: int) -> PlanView | None:
         """The plan as commit `revision` left it (0: as the plan was created)."""
@@ -200,7 +197,7 @@ class ViewStore(ABC):
             f"{p} AND revision = {p} AND kind = 'committed'",
             (session_id, revision),
         )
-        return PlanView.model_validate(_json(rows[0][0])) if rows else None
+        return PlanView.model_validate(json_value(rows[0][0])) if rows else None
 
     def views_changed_after(self, position: int) -> list[tuple[str, PlanView]]:
         rows = self._query(
@@ -208,7 +205,7 @@ class ViewStore(ABC):
             f"AND position > {self.placeholder}",
             (position,),
         )
-        return [(row[0], PlanView.model_validate(_json(row[1]))) for row in rows]
+        return [(row[0], PlanView.model_validate(json_value(row[1]))) for row in rows]
 
     def history(self, session_id: str) -> list[HistoryEntry]:
         rows = self._query(
@@ -216,7 +213,7 @@ class ViewStore(ABC):
             f"{self.placeholder} ORDER BY position",
             (session_id,),
         )
-        return [HistoryEntry.model_validate(_json(row[0])) for row in rows]
+        return [HistoryEntry.model_validate(json_value(row[0])) for row in rows]
 
     def feed_after(
         self, after: int, session_id: str | None, limit: int
@@ -234,8 +231,8 @@ class ViewStore(ABC):
             (
                 row[0],
                 int(row[1]),
-                HistoryEntry.model_validate(_json(row[2])),
-                PlanView.model_validate(_json(row[3])) if row[3] is not None else None,
+                HistoryEntry.model_validate(json_value(row[2])),
+                PlanView.model_validate(json_value(row[3])) if row[3] is not None else None,
             )
             for row in rows
         ]
@@ -251,7 +248,7 @@ class ViewStore(ABC):
         for session_id, mode, session_at, revision, view in rows:
             updated = datetime.fromisoformat(session_at)
             if view is not None:
-                plan_at = _json(view).get("updated_at")
+                plan_at = json_value(view).get("updated_at")
                 if plan_at:
                     updated = max(updated, datetime.fromisoformat(plan_at))
             items.append(
@@ -266,7 +263,7 @@ class ViewStore(ABC):
         return SessionList(sessions=items)
 
 
-def _notifications(rows: Sequence[tuple[Any, ...]]) -> list[Notification]:
+def notifications_of(rows: Sequence[tuple[Any, ...]]) -> list[Notification]:
     """(id, originator_id, originator_version, topic, state) rows as library notifications."""
     return [
         Notification(
@@ -276,81 +273,8 @@ def _notifications(rows: Sequence[tuple[Any, ...]]) -> list[Notification]:
     ]
 
 
-def _json(value: Any) -> Any:
+def json_value(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str | bytes) else value
-
-
-class PostgresViewStore(ViewStore):
-    def __init__(self, database: DatabaseSettings) -> None:
-        super().__init__(database)
-        env = database.env
-        self.schema = env.get("POSTGRES_SCHEMA", "public")
-        self.conninfo = postgres_conninfo(database)
-        self.events_table = f'"{self.schema}".planledger_events'
-        self.channel = "planledger_events"  # the library NOTIFYs this channel on every insert
-        self.conn = psycopg.connect(self.conninfo, autocommit=True)
-        # The views are derived data: a crash may lose the last view transactions, never half
-        # of one (the position commits with its rows), and the events replay them. So the view
-        # writes need not wait for their WAL flush.
-        self.conn.execute("SET synchronous_commit = off")
-        self.listener: psycopg.Connection[Any] | None = None
-        self.readers = ConnectionPool(
-            self.conninfo, min_size=1, max_size=8, kwargs={"autocommit": True}, open=True
-        )
-
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self.readers.connection() as conn:
-            return conn.execute(sql, params).fetchall()
-
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self.conn.cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.fetchall() if cursor.description else []
-
-    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        with self.conn.cursor() as cursor:
-            cursor.executemany(sql, rows)
-
-    @contextmanager
-    def _write_transaction(self) -> Iterator[None]:
-        with self.conn.transaction():
-            yield
-
-    def _write_rows(self, rows: ViewRows) -> None:
-        # History rows are only ever inserted: COPY takes them several times cheaper than
-        # one INSERT each (a rebuild writes one per plan event).
-        write_rows(self._executemany, replace(rows, history=[]), self.placeholder)
-        if rows.history:
-            with self.conn.cursor() as cursor, cursor.copy(COPY_HISTORY) as copy:
-                for row in rows.history:
-                    copy.write_row(row)
-
-    def read_notifications(self, after: int, limit: int) -> list[Notification]:
-        # SHARE mode waits for every transaction that is still inserting (they hold ROW
-        # EXCLUSIVE or the library's EXCLUSIVE lock) and keeps new inserts out while we read:
-        # so no event with a lower notification id can commit after we have passed it.
-        with self.lock, self.conn.transaction():
-            self._execute(f"LOCK TABLE {self.events_table} IN SHARE MODE")
-            rows = self._execute(
-                "SELECT notification_id, originator_id, originator_version, topic, state "
-                f"FROM {self.events_table} WHERE notification_id > %s "
-                "ORDER BY notification_id LIMIT %s",
-                (after, limit),
-            )
-        return _notifications(rows)
-
-    def wait_for_events(self, timeout: float) -> None:
-        if self.listener is None:
-            self.listener = psycopg.connect(self.conninfo, autocommit=True)
-            self.listener.execute(f"LISTEN {self.channel}")
-        for _ in self.listener.notifies(timeout=timeout, stop_after=1):
-            break
-
-    def close(self) -> None:
-        self.readers.close()
-        for conn in (self.conn, self.listener):
-            if conn is not None:
-                conn.close()
 
 
 class SqliteViewStore(ViewStore):
@@ -363,8 +287,9 @@ class SqliteViewStore(ViewStore):
     def __init__(self, database: DatabaseSettings) -> None:
         super().__init__(database)
         self.path = database.env["SQLITE_DBNAME"]
+        self.timeout = float(database.env["SQLITE_LOCK_TIMEOUT"])
         self.conn = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=30
+            self.path, isolation_level=None, check_same_thread=False, timeout=self.timeout
         )
         self._data_version = -1
         self._readers = threading.local()
@@ -374,7 +299,7 @@ class SqliteViewStore(ViewStore):
         conn = getattr(self._readers, "conn", None)
         if conn is None:
             conn = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=30
+                self.path, isolation_level=None, check_same_thread=False, timeout=self.timeout
             )
             self._readers.conn = conn
             with self.lock:
@@ -406,9 +331,9 @@ class SqliteViewStore(ViewStore):
                 "FROM stored_events WHERE rowid > ? ORDER BY rowid LIMIT ?",
                 (after, limit),
             )
-        return _notifications(rows)
+        return notifications_of(rows)
 
-    def wait_for_events(self, timeout: float) -> None:
+    def wait_for_events(self, timeout: float) -> bool:
         # SQLite has no notifications: watch the file's data_version, which changes on
         # every commit by another connection.
         deadline = time.monotonic() + timeout
@@ -417,9 +342,9 @@ class SqliteViewStore(ViewStore):
                 version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
             if version != self._data_version:
                 self._data_version = version
-                return
+                return True
             if time.monotonic() >= deadline:
-                return
+                return False
             time.sleep(0.005)
 
     def close(self) -> None:
@@ -430,5 +355,7 @@ class SqliteViewStore(ViewStore):
 def open_store(database: DatabaseSettings) -> ViewStore:
     """The view store of a database whose schema is set up (see planledger.storage.schema)."""
     if database.is_postgres:
+        from planledger.storage.postgres_views import PostgresViewStore  # psycopg: only here
+
         return PostgresViewStore(database)
     return SqliteViewStore(database)

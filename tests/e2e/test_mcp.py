@@ -247,7 +247,7 @@ def test_core_flow_then_cli_history_shows_exactly_the_calls(any_server: Server) 
                 ({"plan": [5]}, "invalid_field"),
                 ({"plan": [{"step": 7, "status": "pending"}]}, "invalid_field"),
                 ({"plan": [{"step": "a", "status": 3}]}, "invalid_status"),
-                ({"plan": [{"step": "a", "status": None}]}, "invalid_status"),
+                ({"plan": [{"step": "a", "status": None}]}, "missing_field"),
                 ({"plan": [step], "expected_revision": "one"}, "invalid_field"),
                 ({"plan": [step], "expected_revision": -1}, "invalid_field"),
                 ({"plan": [step], "expected_revision": True}, "invalid_field"),

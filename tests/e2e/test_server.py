@@ -763,6 +763,11 @@ GUARDED_ROUTES: list[tuple[str, str, Any]] = [
     ("GET", "/sessions/nope", None),  # 401 before 404: no probing for session ids
     ("POST", "/sessions", {"session_id": ".bad"}),  # 401 before 422
     ("GET", "/sessions/.bad", None),
+    ("GET", "/sessions", None),
+    ("GET", "/docs", None),
+    ("GET", "/docs/assets/swagger-ui-bundle.js", None),
+    ("GET", "/openapi.json", None),
+    ("GET", "/ui", None),
 ]
 
 
@@ -1243,3 +1248,21 @@ def test_a_corrupt_session_is_reported_and_the_others_keep_working(
         assert compaction["state"] == "unreadable"
         assert propose(api, "ok", PLAN_1, 200)["revision"] == 1  # the others keep working
         assert get_json(api, "/healthz")["status"] == "ok"
+
+
+def test_docs_work_offline_and_declare_the_bearer_scheme(tmp_path: Path, sqlite_url: str) -> None:
+    with (
+        running_server(sqlite_url, tmp_path / "home", token=TOKEN) as server,
+        server.client() as api,
+    ):
+        docs = api.get("/docs")
+        assert docs.status_code == 200 and "swagger" in docs.text.lower()
+        assets = re.findall(r'(?:src|href)="([^"]+)"', docs.text)
+        assert assets and all(a.startswith("/") for a in assets), assets  # nothing from a CDN
+        for asset in assets:
+            assert api.get(asset).status_code == 200, asset
+        schema = get_json(api, "/openapi.json")
+        assert schema["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+        assert schema["security"] == [{"bearer": []}]
+        error = api.get("/nowhere")
+        assert error.status_code == 404 and set(error.json()["error"]) >= {"code", "message"}

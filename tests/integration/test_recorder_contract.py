@@ -13,7 +13,8 @@ from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.sqlite import SQLiteDatastore
 from eventsourcing.tests.persistence import ApplicationRecorderTestCase
 
-from planledger.storage.recorder import OneTripPostgresRecorder, ViewsSQLiteRecorder
+from planledger.storage.postgres_recorder import OneTripPostgresRecorder
+from planledger.storage.sqlite_recorder import ViewsSQLiteRecorder
 from tests.conftest import POSTGRES_URL
 
 

@@ -11,13 +11,14 @@ from acp.schema import AgentPlanUpdate, PlanEntry
 from domain.forms import parse_proposal
 from domain.models import Policy, Step
 from domain.rules import check_snapshot
-from planledger.clients.acp.priorities import PriorityBook, store_key
+from planledger.clients.acp.priorities import PriorityBook
 from planledger.clients.acp.recording import (
     codex_payload,
     entry_priorities,
     is_plan_update,
     ledger_session_id,
 )
+from planledger.storage.file_paths import store_key
 from projections.acp import plan_entries, plan_update
 
 STEPS = [

@@ -11,6 +11,7 @@ import pytest
 
 from domain.limits import MAX_PAYLOAD_BYTES
 from planledger.clients import cli
+from planledger.clients.exits import EXIT_INVALID
 from planledger.service.ledger import InvalidInput
 
 HOSTILE = {
@@ -40,7 +41,7 @@ def test_plan_update_exits_2_on_unreadable_input(
     path.write_text(HOSTILE[name])
     with pytest.raises(SystemExit) as caught:
         cli.main(["plan", "update", "s1", str(path)])
-    assert caught.value.code == cli.EXIT_INVALID
+    assert caught.value.code == EXIT_INVALID
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith("planledger: error: ")
 

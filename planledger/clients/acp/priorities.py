@@ -9,23 +9,14 @@ with. A step without a recorded priority renders as `medium`.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import urlsplit
 
+from planledger.storage.file_paths import store_key
 from projections.acp import ACP_PRIORITIES, DEFAULT_PRIORITY
-
-
-def store_key(url: str) -> str:
-    """12 hex characters naming a database (its URL without the password)."""
-    parts = urlsplit(url)
-    if parts.password:
-        url = url.replace(f":{parts.password}@", "@", 1)
-    return hashlib.sha256(url.encode("utf-8")).hexdigest()[:12]
 
 
 class PriorityBook:

@@ -6,7 +6,8 @@ from datetime import datetime
 from html import escape
 from urllib.parse import quote
 
-from planledger.service.results import SessionList, SessionView
+from planledger.service.results import SessionView
+from projections.shapes import SessionList
 
 
 def layout(title: str, body: str, static: str, *, script: bool = False) -> str:

@@ -9,7 +9,8 @@ from fastapi import APIRouter, Request
 from planledger.clients.http.bodies import ModeBody, OpenSessionBody, SessionId
 from planledger.clients.http.deps import service_of
 from planledger.clients.http.errors import ErrorBody
-from planledger.service.results import SessionList, SessionView
+from planledger.service.results import SessionView
+from projections.shapes import SessionList
 
 router = APIRouter(tags=["sessions"])
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorBody}}

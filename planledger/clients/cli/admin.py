@@ -1,0 +1,146 @@
+"""Whole-store commands: projections, verify, serve and demo."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Annotated
+
+import typer
+
+from planledger.clients import render
+from planledger.clients.cli.app import (
+    LOOPBACK_HOSTS,
+    JsonFlag,
+    app,
+    emit,
+    err,
+    out,
+    service,
+    state,
+)
+from planledger.clients.exits import (
+    EXIT_FAILED,
+)
+from planledger.service import open_planledger
+from planledger.storage.settings import database_settings
+
+projections_app = typer.Typer(
+    help="The read side: views and plan.json files.", no_args_is_help=True
+)
+app.add_typer(projections_app, name="projections")
+
+
+@projections_app.command("rebuild")
+def projections_rebuild() -> None:
+    """Drop every view and rebuild it from the events, with a progress bar.
+
+    Every rule is re-checked on the way: exit 1 naming each session whose history breaks one
+    (its plan is then never shown; the other sessions are rebuilt).
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    runner = service().runner
+    total = service().views.max_notification_id()
+    counted = 0
+    started = time.perf_counter()
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    ) as progress:
+        task = progress.add_task("rebuilding views", total=total or None)
+
+        def advance(events: int, position: int) -> None:
+            nonlocal counted
+            counted += events
+            progress.update(task, completed=position)
+
+        position = runner.rebuild(advance)
+        progress.update(task, completed=position, total=position or 1)
+    elapsed = time.perf_counter() - started
+    rate = counted / elapsed if elapsed > 0 else 0.0
+    out.print(f"rebuilt the views from {counted} events in {elapsed:.2f} s ({rate:,.0f} events/s)")
+    if runner.corrupt:
+        for error in runner.corrupt.values():
+            err.print(f"planledger: corrupt: {error}", markup=False)
+        raise typer.Exit(EXIT_FAILED)
+
+
+@projections_app.command("sync-files")
+def projections_sync_files() -> None:
+    """Bring every plan.json file under PLANLEDGER_HOME up to the views (the back-fill that
+    commands start in the background on a fresh home; safe to run any time)."""
+    import fcntl
+
+    files = service().files
+    if files is None:
+        return
+    files.root.mkdir(parents=True, exist_ok=True)
+    with (files.root / ".sync.lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return  # another back-fill is running
+        written = service().sync_files()
+    out.print(f"{written} plan.json file(s) written under {files.root}")
+
+
+@app.command("serve")
+def serve(
+    host: Annotated[str, typer.Option(help="Address to bind; loopback unless you say so.")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port.")] = 8765,
+) -> None:
+    """The HTTP server (set PLANLEDGER_TOKEN to require `Authorization: Bearer <token>`)."""
+    import uvicorn
+
+    from planledger.clients.http import create_app
+
+    token = os.environ.get("PLANLEDGER_TOKEN") or None
+    settings = database_settings(state.database)  # a bad URL fails here, before binding
+    application = create_app(lambda: open_planledger(state.database), token=token)
+    err.print(
+        f"planledger serve on http://{host}:{port}/ui ({'token required' if token else 'no token'}"
+        f", {settings.display_url})",
+        markup=False,
+    )
+    if token is None and host not in LOOPBACK_HOSTS:
+        err.print(
+            f"planledger: warning: serving on {host} without a token: anyone who can reach this "
+            "address can read and write plans; set PLANLEDGER_TOKEN",
+            markup=False,
+        )
+    uvicorn.run(application, host=host, port=port, log_level="warning", timeout_keep_alive=5)
+
+
+# -- verification and demo --------------------------------------------------------------------
+
+
+@app.command("verify")
+def verify(
+    session_ids: Annotated[
+        list[str] | None, typer.Argument(metavar="[ID ...]", help="Sessions (default: all).")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Replay every event from the first, ignoring snapshots, re-checking every rule.
+
+    Exit 0 clean, 1 corrupt (naming session, event position and rule).
+    """
+    report = service().verify(session_ids or None)
+    emit(as_json, report, render.verify_text(report))
+    if not report.ok:
+        raise typer.Exit(EXIT_FAILED)
+
+
+@app.command("demo")
+def demo() -> None:
+    """A scripted walk through one session on the embedded default database."""
+    from planledger.clients.demo import run_demo
+
+    run_demo(service(), out)

@@ -1,0 +1,45 @@
+"""The `planledger` console script: the commands an agent calls on every tool call take a fast
+path (no typer, no rich for JSON, no psycopg on SQLite); every other command, and anything the
+fast path does not recognise, goes to the full command line."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
+    from planledger.clients.fastpath import run_fast
+
+    code = run_fast(args)
+    if code is None:
+        from planledger.clients.cli import run
+
+        code = run(args)
+    raise SystemExit(code)
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """`--database URL` is global: accepted after the command too (never after `--`)."""
+    hoisted: list[str] = []
+    rest: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            rest += args[index:]
+            break
+        if arg == "--database" and index + 1 < len(args):
+            hoisted += args[index : index + 2]
+            index += 2
+            continue
+        if arg.startswith("--database="):
+            hoisted.append(arg)
+        else:
+            rest.append(arg)
+        index += 1
+    return hoisted + rest
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""What every agent's hook does with the ledger: record a todo list, refuse it, re-inject it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from domain.errors import ErrorKind, LedgerError, SessionNotFound
+from planledger.clients.hooks.runner import Event, HookInputError
+
+if TYPE_CHECKING:
+    from planledger.service import PlanLedger
+    from planledger.service.results import Decision
+
+
+def text_field(event: Event, name: str) -> str:
+    """A required, non-empty string field of the event."""
+    value = event.get(name)
+    if not isinstance(value, str) or not value:
+        raise HookInputError(f"the event has no {name!r} string")
+    return value
+
+
+def ledger_session(prefix: str, event: Event) -> str:
+    """The ledger session of the agent's session: `<prefix>-<session_id>`."""
+    return f"{prefix}-{text_field(event, 'session_id')}"
+
+
+def todo_steps(tool_input: Any, text_key: str) -> list[dict[str, Any]]:
+    """The Codex-form steps of a todo tool's input (`todos: [{<text_key>, status, ...}]`).
+
+    Only the step text and status go to the ledger; the rules judge them as the agent sent them.
+    """
+    todos = tool_input.get("todos") if isinstance(tool_input, dict) else None
+    if not isinstance(todos, list) or not all(isinstance(todo, dict) for todo in todos):
+        raise HookInputError("tool_input.todos is not a list of objects")
+    return [{"step": todo.get(text_key), "status": todo.get("status")} for todo in todos]
+
+
+def open_if_missing(service: PlanLedger, session_id: str) -> None:
+    try:
+        service.open_session(session_id)
+    except LedgerError as error:
+        if error.kind is not ErrorKind.EXISTS:  # another hook process opened it first
+            raise
+
+
+def submit_steps(
+    service: PlanLedger,
+    session_id: str,
+    steps: Sequence[dict[str, Any]],
+    *,
+    client: str,
+    proposal_id: str | None,
+) -> Decision:
+    """Propose and decide the list in the Codex form, opening the session on first use."""
+    payload = {"plan": list(steps)}
+    try:
+        return service.submit(session_id, payload, client=client, proposal_id=proposal_id)
+    except SessionNotFound:
+        open_if_missing(service, session_id)
+        return service.submit(session_id, payload, client=client, proposal_id=proposal_id)
+
+
+def refusal(decision: Decision, tool: str) -> str:
+    """The reason a model reads when its list is refused: every violation's code and message."""
+    lines = [
+        f"The plan ledger refused this {tool} call; the plan stays at revision "
+        f"{decision.revision}. Fix every problem below and call {tool} again with the whole list:"
+    ]
+    lines.extend(f"- [{v.code}] {v.message}" for v in decision.violations)
+    return "\n".join(lines)
+
+
+def plan_context(service: PlanLedger, session_id: str) -> str | None:
+    """The compaction snapshot's text when the session has a plan; None otherwise."""
+    try:
+        snapshot = service.compaction(session_id)
+    except SessionNotFound:
+        return None
+    if snapshot.state == "unreadable":
+        raise LedgerError(f"the plan of {session_id!r} is unreadable: {snapshot.error}")
+    return snapshot.text if snapshot.state == "present" else None
+
+
+def session_start_answer(text: str | None) -> dict[str, Any] | None:
+    """`SessionStart`'s answer putting `text` back into the model's context (None: nothing)."""
+    if text is None:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}

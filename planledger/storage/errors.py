@@ -1,0 +1,80 @@
+"""Which failures mean "storage unavailable" (retry later): an unreachable or restarted
+database, a lost connection, a lock held past its timeout, a full disk."""
+
+from __future__ import annotations
+
+import errno
+import functools
+import sqlite3
+import time
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+from domain.errors import LedgerError, StorageUnavailable
+from planledger.storage.settings import DatabaseSettings, postgres_conninfo
+
+P = ParamSpec("P")
+R = TypeVar("R")
+HEAL_SECONDS = 2.5  # a connection error is retried this long, then "storage unavailable"
+
+UNAVAILABLE_SQLITE = ("database is locked", "unable to open", "disk i/o error", "disk is full")
+
+
+def unavailable_cause(error: BaseException) -> str | None:
+    """One line naming the cause when `error` means the storage cannot be used now."""
+    from eventsourcing.persistence import InterfaceError, OperationalError
+
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+    if isinstance(error, OperationalError | InterfaceError):
+        return first
+    if isinstance(error, sqlite3.OperationalError):
+        return first if first.lower().startswith(UNAVAILABLE_SQLITE) else None
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return first
+    module = type(error).__module__
+    if module.startswith(("psycopg", "psycopg_pool")):
+        name = type(error).__name__
+        if name in ("OperationalError", "InterfaceError", "PoolTimeout", "PoolClosed"):
+            return first
+    return None
+
+
+def probe_cause(settings: DatabaseSettings) -> str | None:
+    """Why a PostgreSQL database cannot be reached, from one direct connection attempt (a
+    connection pool only says that it timed out)."""
+    if not settings.is_postgres:
+        return None
+    import psycopg
+
+    try:
+        psycopg.connect(postgres_conninfo(settings)).close()
+    except psycopg.Error as error:
+        return (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+    return None
+
+
+def heals(method: Callable[P, R]) -> Callable[P, R]:
+    """Retry `method` with backoff while the storage is unavailable (a lost connection, a
+    restarting database), for connection errors only, never a conflict; after HEAL_SECONDS,
+    StorageUnavailable naming the cause. Only for methods that are safe to run again (every
+    proposal id is chosen before, so a retry after an unacknowledged commit finds it)."""
+
+    @functools.wraps(method)
+    def retrying(*args: P.args, **kwargs: P.kwargs) -> R:
+        deadline = time.monotonic() + HEAL_SECONDS
+        delay = 0.05
+        while True:
+            try:
+                return method(*args, **kwargs)
+            except LedgerError:
+                raise
+            except Exception as error:
+                cause = unavailable_cause(error)
+                if cause is None:
+                    raise
+                if time.monotonic() + delay > deadline:
+                    raise StorageUnavailable(f"storage unavailable: {cause}") from error
+                time.sleep(delay)
+                delay = min(delay * 2, 0.4)
+
+    return retrying

@@ -1,0 +1,118 @@
+"""The view store on PostgreSQL: readers from a pool made on demand, the runner's own
+connection, and a LISTEN connection; each made again after it broke, so the read side heals
+after the database restarts or a backend is terminated."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+import psycopg
+from eventsourcing.persistence import Notification
+from psycopg_pool import ConnectionPool
+
+from planledger.storage.settings import DatabaseSettings, postgres_conninfo
+from planledger.storage.view_rows import COPY_HISTORY, ViewRows, write_rows
+from planledger.storage.views import ViewStore, notifications_of
+
+
+class PostgresViewStore(ViewStore):
+    def __init__(self, database: DatabaseSettings) -> None:
+        super().__init__(database)
+        env = database.env
+        self.schema = env.get("POSTGRES_SCHEMA", "public")
+        self.conninfo = postgres_conninfo(database)
+        self.events_table = f'"{self.schema}".planledger_events'
+        self.channel = "planledger_events"  # the library NOTIFYs this channel on every insert
+        self._conn: psycopg.Connection[Any] | None = None  # the runner's, opened on first use
+        self.listener: psycopg.Connection[Any] | None = None
+        # Connections are made on demand (a one-shot command opens one); a broken one is
+        # discarded when it goes back, so reads heal after the database restarts.
+        self.readers = ConnectionPool(
+            self.conninfo, min_size=0, max_size=8, kwargs={"autocommit": True}, open=True
+        )
+
+    @property
+    def conn(self) -> psycopg.Connection[Any]:
+        """The runner's connection, made again after it broke (a restart, a terminated
+        backend): the next batch then goes on from the stored position."""
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            if self._conn is not None:
+                self._conn.close()
+            self._conn = psycopg.connect(self.conninfo, autocommit=True)
+            # The views are derived data: a crash may lose the last view transactions, never
+            # half of one (the position commits with its rows), and the events replay them.
+            self._conn.execute("SET synchronous_commit = off")
+        return self._conn
+
+    def _write_rows(self, rows: ViewRows) -> None:
+        # History rows are only ever inserted: COPY takes them several times cheaper than
+        # one INSERT each (a rebuild writes one per plan event).
+        write_rows(self._executemany, replace(rows, history=[]), self.placeholder)
+        if rows.history:
+            with self.conn.cursor() as cursor, cursor.copy(COPY_HISTORY) as copy:
+                for row in rows.history:
+                    copy.write_row(row)
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        for attempt in (1, 2):  # a pooled connection may have died with its server: once more
+            try:
+                with self.readers.connection() as conn:
+                    return conn.execute(sql, params).fetchall()
+            except (psycopg.OperationalError, psycopg.InterfaceError):
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self.conn.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall() if cursor.description else []
+
+    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self.conn.cursor() as cursor:
+            cursor.executemany(sql, rows)
+
+    @contextmanager
+    def _write_transaction(self) -> Iterator[None]:
+        with self.conn.transaction():
+            yield
+
+    def read_notifications(self, after: int, limit: int) -> list[Notification]:
+        # SHARE mode waits for every transaction that is still inserting (they hold ROW
+        # EXCLUSIVE or the library's EXCLUSIVE lock) and keeps new inserts out while we read:
+        # so no event with a lower notification id can commit after we have passed it.
+        with self.lock, self.conn.transaction():
+            self._execute(f"LOCK TABLE {self.events_table} IN SHARE MODE")
+            rows = self._execute(
+                "SELECT notification_id, originator_id, originator_version, topic, state "
+                f"FROM {self.events_table} WHERE notification_id > %s "
+                "ORDER BY notification_id LIMIT %s",
+                (after, limit),
+            )
+        return notifications_of(rows)
+
+    def wait_for_events(self, timeout: float) -> bool:
+        try:
+            if self.listener is None:
+                self.listener = psycopg.connect(self.conninfo, autocommit=True)
+                self.listener.execute(f"LISTEN {self.channel}")
+                return True  # listening (again): whatever came before, re-query once
+            for _ in self.listener.notifies(timeout=timeout, stop_after=1):
+                return True
+            return False
+        except psycopg.Error:
+            # Listen again on a new connection next time (the caller re-queries from its
+            # position, so no event is missed in between).
+            if self.listener is not None:
+                self.listener.close()
+            self.listener = None
+            raise
+
+    def close(self) -> None:
+        self.readers.close()
+        for conn in (self._conn, self.listener):
+            if conn is not None:
+                conn.close()

@@ -1,0 +1,138 @@
+"""`planledger hooks install`: merged into existing settings, idempotent; `--print` only shows."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_cli import planledger_command
+
+SETTINGS = {
+    "claude-code": ".claude/settings.json",
+    "gemini": ".gemini/settings.json",
+    "codex": ".codex/hooks.json",
+}
+EVENTS = {
+    "claude-code": {"PreToolUse": "TodoWrite", "PostToolUse": "TodoWrite"},
+    "gemini": {"BeforeTool": "^write_todos$", "SessionStart": "resume"},
+    "codex": {"Stop": None, "PostCompact": None, "SessionStart": "resume|compact"},
+}
+OTHER_HOOK = {"type": "command", "command": "./scripts/guard.sh"}
+
+
+def install(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOME": str(home), "CODEX_HOME": ""}
+    env.pop("PLANLEDGER_DATABASE_URL", None)
+    return subprocess.run(
+        [planledger_command(), *args], capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+def existing_settings(agent: str) -> dict[str, Any]:
+    """Settings a user already has: other keys, and another hook on an event we also use."""
+    event = next(iter(EVENTS[agent]))
+    return {
+        "model": "some-model",
+        "permissions": {"allow": ["Bash(ls:*)"]},
+        "hooks": {event: [{"matcher": "Bash", "hooks": [OTHER_HOOK]}]},
+    }
+
+
+def ours(settings: dict[str, Any], agent: str) -> dict[str, str | None]:
+    """event → matcher of every planledger handler in the settings."""
+    found: dict[str, str | None] = {}
+    for event, groups in settings["hooks"].items():
+        for group in groups:
+            for handler in group["hooks"]:
+                if handler["command"].endswith(f"planledger hook {agent}"):
+                    assert event not in found, f"two planledger entries for {event}"
+                    found[event] = group.get("matcher")
+    return found
+
+
+@pytest.mark.parametrize("agent", list(SETTINGS))
+def test_install_merges_into_existing_settings_once(agent: str, tmp_path: Path) -> None:
+    path = tmp_path / "project" / SETTINGS[agent]
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(existing_settings(agent)))
+
+    first = install(
+        "hooks", "install", agent, "--project", str(tmp_path / "project"), home=tmp_path
+    )
+    assert first.returncode == 0, first.stderr
+    merged = json.loads(path.read_text())
+    before = existing_settings(agent)
+    assert {k: merged[k] for k in ("model", "permissions")} == {
+        k: before[k] for k in ("model", "permissions")
+    }
+    event = next(iter(EVENTS[agent]))
+    assert merged["hooks"][event][0] == before["hooks"][event][0]  # the user's hook, first
+    assert {e: m for e, m in ours(merged, agent).items() if e in EVENTS[agent]} == EVENTS[agent]
+    handler = merged["hooks"][event][-1]["hooks"][0]
+    assert Path(handler["command"].split()[0]).name == "planledger"
+    assert "timeout" in handler
+
+    text, mtime = path.read_text(), path.stat().st_mtime_ns
+    second = install(
+        "hooks", "install", agent, "--project", str(tmp_path / "project"), home=tmp_path
+    )
+    assert second.returncode == 0, second.stderr
+    assert "nothing changed" in second.stdout
+    assert (path.read_text(), path.stat().st_mtime_ns) == (text, mtime)
+
+
+def test_print_shows_the_result_and_writes_nothing(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    shown = install(
+        "hooks", "install", "claude-code", "--print", "--project", str(project), home=tmp_path
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert set(ours(json.loads(shown.stdout), "claude-code")) == {
+        "PreToolUse",
+        "PostToolUse",
+        "SessionStart",
+    }
+    assert not (project / ".claude").exists()
+
+
+def test_user_settings_and_an_older_entry_replaced(tmp_path: Path) -> None:
+    path = tmp_path / ".gemini" / "settings.json"
+    path.parent.mkdir()
+    stale = {"type": "command", "command": "/old/venv/bin/planledger hook gemini"}
+    path.write_text(
+        json.dumps(
+            {"hooks": {"BeforeTool": [{"matcher": "write_todos", "hooks": [stale, OTHER_HOOK]}]}}
+        )
+    )
+    result = install(
+        "--database",
+        "sqlite:////data/ledger.sqlite3",
+        "hooks",
+        "install",
+        "gemini",
+        "--user",
+        home=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    groups = json.loads(path.read_text())["hooks"]["BeforeTool"]
+    assert groups[0] == {"matcher": "write_todos", "hooks": [OTHER_HOOK]}
+    assert groups[1]["matcher"] == "^write_todos$"
+    command = groups[1]["hooks"][0]["command"]
+    assert command.endswith("--database sqlite:////data/ledger.sqlite3 hook gemini")
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]", '{"hooks": {"Stop": {}}}'])
+def test_unreadable_settings_exit_2_and_stay_as_they_were(tmp_path: Path, content: str) -> None:
+    path = tmp_path / ".codex" / "hooks.json"
+    path.parent.mkdir()
+    path.write_text(content)
+    result = install("hooks", "install", "codex", "--project", str(tmp_path), home=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("planledger: error: ") and len(result.stderr.splitlines()) == 1
+    assert path.read_text() == content
