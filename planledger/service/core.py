@@ -281,7 +281,7 @@ class PlanLedger:
     @property
     def warnings(self) -> list[str]:
         """Side effects that failed after a commit (plan.json files): never a failed commit."""
-        return self.files.warnings if self.files is not None else []
+        return list(self.files.warnings) if self.files is not None else []
 
     def follow_files(self) -> None:
         """For long-running processes: keep the plan.json files following every writer."""

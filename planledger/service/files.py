@@ -9,6 +9,7 @@ files follow the views.
 
 from __future__ import annotations
 
+from collections import deque
 from pathlib import Path
 
 from planledger.storage.file_paths import files_root, spawn_back_fill, tracking_name
@@ -18,6 +19,8 @@ from projections.plan_json import plan_path, write_plan_file
 from projections.runner import VIEWS
 from projections.shapes import PlanView
 
+MAX_WARNINGS = 20
+
 
 class PlanFiles:
     def __init__(self, home: Path, database: DatabaseSettings, views: ViewStore) -> None:
@@ -25,7 +28,8 @@ class PlanFiles:
         self.root = files_root(home, database)
         self.views = views
         self.tracking = tracking_name(self.root)
-        self.warnings: list[str] = []
+        # The latest failures (bounded); a back-fill that gets through clears them.
+        self.warnings: deque[str] = deque(maxlen=MAX_WARNINGS)
         self.written: set[str] = set()
 
     def path(self, session_id: str) -> Path:
@@ -40,9 +44,6 @@ class PlanFiles:
         else:
             self.written.add(view.session_id)
 
-    def behind(self) -> bool:
-        return self.views.position(self.tracking) < self.views.position(VIEWS)
-
     def sync(self) -> int:
         """Bring every file up to the views; returns how many were written."""
         views_at = self.views.position(VIEWS)
@@ -53,6 +54,7 @@ class PlanFiles:
         for _, view in changed:
             write_plan_file(self.root, view)
         self.views.set_position(self.tracking, views_at)
+        self.warnings.clear()
         return len(changed)
 
     def settle(self) -> None:

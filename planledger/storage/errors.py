@@ -15,7 +15,7 @@ from planledger.storage.settings import DatabaseSettings, postgres_conninfo
 
 P = ParamSpec("P")
 R = TypeVar("R")
-HEAL_SECONDS = 2.5  # a connection error is retried this long, then "storage unavailable"
+HEAL_SECONDS = 2.0  # a connection error is retried this long, then "storage unavailable"
 
 UNAVAILABLE_SQLITE = ("database is locked", "unable to open", "disk i/o error", "disk is full")
 
@@ -53,6 +53,17 @@ def probe_cause(settings: DatabaseSettings) -> str | None:
     return None
 
 
+def lost_connection(error: BaseException) -> bool:
+    """A connection that broke or could not be made (worth retrying), as opposed to a lock
+    already waited out (SQLite's busy timeout) or a full disk."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, sqlite3.Error | OSError):
+            return False
+        seen = seen.__cause__ or seen.__context__
+    return True
+
+
 def heals(method: Callable[P, R]) -> Callable[P, R]:
     """Retry `method` with backoff while the storage is unavailable (a lost connection, a
     restarting database), for connection errors only, never a conflict; after HEAL_SECONDS,
@@ -72,7 +83,7 @@ def heals(method: Callable[P, R]) -> Callable[P, R]:
                 cause = unavailable_cause(error)
                 if cause is None:
                     raise
-                if time.monotonic() + delay > deadline:
+                if not lost_connection(error) or time.monotonic() + delay > deadline:
                     raise StorageUnavailable(f"storage unavailable: {cause}") from error
                 time.sleep(delay)
                 delay = min(delay * 2, 0.4)

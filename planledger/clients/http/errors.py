@@ -101,7 +101,9 @@ def install_error_handlers(app: FastAPI, body_limit: int) -> None:
     @app.exception_handler(HTTPException)
     async def _http(_: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, HTTPException)
-        code = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "http_error")
+        code = {400: "invalid_input", 404: "not_found", 405: "method_not_allowed"}.get(
+            error.status_code, "http_error"
+        )
         return error_response(
             error.status_code, code, str(error.detail), headers=dict(error.headers or {})
         )
