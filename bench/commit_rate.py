@@ -1,7 +1,7 @@
 """Commit rate of the plan ledger on PostgreSQL, against baselines measured in the same run.
 
-    python bench/commit_rate.py [--rounds N] [--seconds S] [--out bench/results/commit_rate.json]
-                                [--variants a,b,c,c_stock,d,c_codex] [--database URL]
+    python bench/commit_rate.py [--rounds N] [--seconds S] [--output bench/results/commit_rate.json]
+                                [--variants a,b,c,c_stock,d,c_codex] [--database postgres|URL]
 
 Single client, one connection at a time. Every variant gets its own fresh schema (created at
 the start, dropped at the end). Variants are interleaved: each round runs every variant for S
@@ -34,34 +34,28 @@ import contextlib
 import datetime as dt
 import json
 import os
-import platform
-import statistics
 import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import psycopg  # noqa: E402
-from eventsourcing.application import Application  # noqa: E402
-from eventsourcing.domain import Aggregate as LibAggregate  # noqa: E402
-from eventsourcing.postgres import PostgresApplicationRecorder  # noqa: E402
-from eventsourcing.utils import get_topic  # noqa: E402
-from psycopg import sql  # noqa: E402
+import common
+import psycopg
+from eventsourcing.application import Application
+from eventsourcing.domain import Aggregate as LibAggregate
+from eventsourcing.postgres import PostgresApplicationRecorder
+from eventsourcing.utils import get_topic
+from psycopg import sql
 
-from planledger.service.ledger import Ledger  # noqa: E402
-from planledger.storage.postgres_recorder import OneTripPostgresRecorder  # noqa: E402
-from planledger.storage.settings import DatabaseSettings, database_settings  # noqa: E402
+from planledger.service.ledger import Ledger
+from planledger.storage.postgres_recorder import OneTripPostgresRecorder
+from planledger.storage.settings import DatabaseSettings, database_settings
 
-DEFAULT_DATABASE = "postgresql://postgres@127.0.0.1:5432/test"
-DEFAULT_OUT = ROOT / "bench" / "results" / "commit_rate.json"
 PAYLOAD_BYTES = 300
 WARMUP_SECONDS = 0.5
 
@@ -126,10 +120,8 @@ class RoundResult:
         return self.commits / self.seconds if self.seconds else 0.0
 
     def as_json(self) -> dict[str, Any]:
-        lat = sorted(self.latencies)
-
         def pct(p: float) -> float:
-            return round(1000 * lat[min(len(lat) - 1, int(p * len(lat)))], 4) if lat else 0.0
+            return round(1000 * common.percentile(self.latencies, p), 4)
 
         result: dict[str, Any] = {
             "commits": self.commits,
@@ -185,7 +177,7 @@ class Variant:
 
 
 def conninfo(database: str) -> str:
-    return database.split("?", 1)[0]
+    return common.admin_url(database)
 
 
 class RawPsycopg(Variant):
@@ -448,82 +440,13 @@ VARIANTS: dict[str, type[Variant]] = {
 }
 
 
-# -- schemas, machine info ------------------------------------------------------------------
-
-
-def admin(database: str) -> psycopg.Connection[Any]:
-    return psycopg.connect(conninfo(database), autocommit=True)
-
-
-def create_schema(database: str, name: str) -> None:
-    with admin(database) as conn:
-        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
-
-
-def drop_schema(database: str, name: str) -> None:
-    with admin(database) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
-
-
-def version_of(package: str) -> str | None:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def machine_info(database: str) -> dict[str, Any]:
-    cpu = None
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    server: dict[str, Any] = {}
-    with admin(database) as conn:
-        for setting in (
-            "server_version",
-            "synchronous_commit",
-            "fsync",
-            "wal_sync_method",
-            "shared_buffers",
-            "max_connections",
-        ):
-            row = conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(setting))).fetchone()
-            server[setting] = row[0] if row else None
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
-        ).fetchone()
-        server["client_backends_at_start"] = row[0] if row else None
-    return {
-        "nproc": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "cpu_model": cpu,
-        "platform": platform.platform(),
-        "loadavg_at_start": list(os.getloadavg()),
-        "python": platform.python_version(),
-        "python_implementation": platform.python_implementation(),
-        "psycopg": psycopg.__version__,
-        "psycopg_impl": psycopg.pq.__impl__,
-        "libpq": psycopg.pq.version(),
-        "psycopg_pool": version_of("psycopg-pool"),
-        "eventsourcing": version_of("eventsourcing"),
-        "pydantic": version_of("pydantic"),
-        "postgres": server,
-    }
-
-
 # -- the run --------------------------------------------------------------------------------
-
-
-def median(values: Sequence[float]) -> float:
-    return statistics.median(values) if values else 0.0
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     keys = args.variants
     tag = f"{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    machine = machine_info(args.database)
+    machine = common.machine_info(args.database)
     variants: list[Variant] = []
     schemas: list[str] = []
     rounds: dict[str, list[RoundResult]] = {k: [] for k in keys}
@@ -533,7 +456,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             schema = ""
             if VARIANTS[key].needs_schema:
                 schema = f"bench_cr_{key}_{tag}".lower()
-                create_schema(args.database, schema)
+                common.create_schema(conninfo(args.database), schema)
                 schemas.append(schema)
             variant = VARIANTS[key](args.database, schema)
             variants.append(variant)
@@ -551,9 +474,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             with contextlib.suppress(Exception):
                 variant.close()
         for schema in schemas:
-            drop_schema(args.database, schema)
+            common.drop_schema(conninfo(args.database), schema)
 
-    medians = {k: median([x.rate for x in rounds[k]]) for k in keys}
+    medians = {k: common.median([x.rate for x in rounds[k]]) for k in keys}
     base = medians.get("a") or 0.0
     ledger = medians.get("c") or 0.0
     machine["loadavg_at_end"] = list(os.getloadavg())
@@ -597,7 +520,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "rounds": [x.as_json() for x in rounds[v.key]],
                 "median_rate_per_s": round(medians[v.key], 2),
                 "median_latency_p50_ms": round(
-                    median([x.as_json()["latency_ms"]["p50"] for x in rounds[v.key]]), 4
+                    common.median([x.as_json()["latency_ms"]["p50"] for x in rounds[v.key]]), 4
                 ),
                 "ratio_vs_a": round(medians[v.key] / base, 4) if base else None,
                 "ratio_vs_c": round(medians[v.key] / ledger, 4) if ledger else None,
@@ -645,29 +568,25 @@ def print_table(result: dict[str, Any]) -> None:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=10)
+    parser = common.parser("commit_rate", __doc__ or "", rounds=10)
     parser.add_argument(
         "--seconds",
         type=float,
         default=None,
         help="seconds per variant per round (default: ~60 s in total)",
     )
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    parser.add_argument(
-        "--database", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_DATABASE)
-    )
     parser.add_argument(
         "--variants", default=",".join(VARIANTS), help=f"comma list from: {', '.join(VARIANTS)}"
     )
-    args = parser.parse_args(argv)
+    args = common.parse(parser, argv)
+    if common.kind_of(args.database) != "postgres":
+        parser.error("commit_rate measures PostgreSQL: --database postgres or a postgresql:// URL")
+    args.database = common.admin_url(args.database)
     keys = [k.strip() for k in args.variants.split(",") if k.strip()]
     unknown = [k for k in keys if k not in VARIANTS]
     if unknown or not keys:
         parser.error(f"unknown variants {unknown}; choose from {', '.join(VARIANTS)}")
     args.variants = list(dict.fromkeys(keys))
-    if args.rounds < 1:
-        parser.error("--rounds must be >= 1")
     if args.seconds is None:
         args.seconds = max(0.5, 60.0 / (args.rounds * len(args.variants)))
     return args
@@ -683,9 +602,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     result = run(args)
     print_table(result)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"\nwrote {args.out}")
+    common.write_result(args.output, result)
 
 
 if __name__ == "__main__":

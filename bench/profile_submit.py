@@ -41,6 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import commit_rate as cr
+import common
 import psycopg
 import psycopg.waiting
 from psycopg import sql
@@ -159,7 +160,7 @@ def instrument_ledger(app: Any, phases: Phases) -> None:
 @contextmanager
 def variant_in_schema(database: str, key: str) -> Iterator[cr.LedgerVariant]:
     schema = f"bench_prof_{key}_{os.getpid()}_{uuid.uuid4().hex[:6]}".lower()
-    cr.create_schema(database, schema)
+    common.create_schema(cr.conninfo(database), schema)
     variant = cr.VARIANTS[key](database, schema)
     assert isinstance(variant, cr.LedgerVariant), "profile a ledger variant (c...)"
     try:
@@ -167,7 +168,7 @@ def variant_in_schema(database: str, key: str) -> Iterator[cr.LedgerVariant]:
         yield variant
     finally:
         variant.close()
-        cr.drop_schema(database, schema)
+        common.drop_schema(cr.conninfo(database), schema)
 
 
 def drive(variant: cr.LedgerVariant, submits: int) -> tuple[float, float, list[float]]:
@@ -365,7 +366,7 @@ def roundtrips(args: argparse.Namespace) -> None:
     print(f"{'variant':<15} {'turns/op':>9}   (client->server turns through a proxy)")
     for key in keys:
         schema = f"bench_rt_{key}_{os.getpid()}_{uuid.uuid4().hex[:6]}".lower()
-        cr.create_schema(args.database, schema)
+        common.create_schema(cr.conninfo(args.database), schema)
         variant = cr.VARIANTS[key](proxied, schema)
         try:
             variant.start()
@@ -383,7 +384,7 @@ def roundtrips(args: argparse.Namespace) -> None:
             print(f"{key:<15} {turns / args.submits:>9.2f}")
         finally:
             variant.close()
-            cr.drop_schema(args.database, schema)
+            common.drop_schema(cr.conninfo(args.database), schema)
 
 
 def growth(args: argparse.Namespace) -> None:
@@ -420,24 +421,21 @@ def _first_session(variant: cr.LedgerVariant) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = common.parser("profile_submit", __doc__ or "")
     ledger_variants = [k for k, v in cr.VARIANTS.items() if issubclass(v, cr.LedgerVariant)]
     parser.add_argument(
         "--variant", default="c", choices=ledger_variants, help="(growth always uses c_codex)"
     )
     parser.add_argument("--submits", type=int, default=1200)
     parser.add_argument("--warmup", type=int, default=120)
-    parser.add_argument("--rounds", type=int, default=5, help="(write mode) interleaved rounds")
     parser.add_argument("--top", type=int, default=35)
     parser.add_argument(
         "--mode",
         default="breakdown",
         choices=("breakdown", "cprofile", "write", "roundtrips", "growth"),
     )
-    parser.add_argument(
-        "--database", default=os.environ.get("BENCH_DATABASE_URL", cr.DEFAULT_DATABASE)
-    )
-    args = parser.parse_args()
+    args = common.parse(parser)
+    args.database = common.admin_url(args.database)
     modes = {
         "breakdown": breakdown,
         "cprofile": profile,

@@ -1,219 +1,233 @@
-"""Read-side benchmark on PostgreSQL: commit-to-view lag, and rebuild throughput.
+"""Commit-to-follower lag: how long after `submit()` returns another process's follower has the
+commit in its views, against baselines measured in the same run.
 
-    python bench/projection_lag.py [--commits 2000] [--rate 200] [--events 100000]
-                                   [--out bench/results/projection_lag.json]
+    python bench/projection_lag.py [--database postgres|sqlite|URL] [--commits 400]
+        [--rate 100] [--rounds 5] [--output bench/results/projection_lag.json]
 
-Lag: a writer commits plan updates at a steady rate while a ProjectionRunner follows (woken by
-LISTEN/NOTIFY); for each commit, lag = the time the runner's views first include the commit's
-notification id minus the time submit() returned. Reported with the library's own polling
-interval (100 ms in its wait()) as the figure to beat.
+Writers store a decision's view rows in the events' own transaction, so a reader sees a
+commit as soon as it is committed; what a live client waits for is the wake-up. The follower
+here is what the live feed does: a second service on the same database (its own
+connections), woken by LISTEN/NOTIFY on PostgreSQL or the file's data_version on SQLite,
+then reading the feed after its position. Lag = when the follower has the commit's store
+position minus when `submit()` returned.
 
-Rebuild: at least --events events are written (whole plans decided in memory and saved in
-large batches, so the events are real and valid), then `rebuild()` drops the views and applies
-them all again; reported as events per second.
+Baselines, each round, in a fresh store: `raw_commit` is one raw INSERT+COMMIT of a 500-byte
+row (psycopg or sqlite3; its latency, the floor of any durable write); on PostgreSQL,
+`raw_notify` is the lag of a bare listener woken by an INSERT+NOTIFY+COMMIT (the floor of any
+NOTIFY-driven follower). The writer commits `--commits` plans at `--rate` per second.
+Reported: per-round p50/p99 in ms, medians over rounds, and lag / baseline ratios.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import platform
-import statistics
+import sqlite3
 import sys
 import threading
 import time
-import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import psycopg
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import common  # noqa: I001  (puts the repository on sys.path first)
+from planledger.service import open_planledger
+from planledger.storage.views import open_store
 
-from domain.forms import parse_proposal
-from domain.ids import plan_aggregate_id, session_aggregate_id
-from domain.plan import Plan
-from domain.session import Mode, Session
-from planledger.service.ledger import Ledger, fingerprint
-from projections.runner import ProjectionRunner
-
-BASE_URL = os.environ.get(
-    "PLANLEDGER_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
-)
 STEPS = 5
+ROW = b"x" * 500
 
 
-def payload(session_round: int) -> dict[str, Any]:
-    """Round r of a 5-step plan: r steps completed, the next one in progress."""
-    steps = []
+def payload(step: int) -> dict[str, Any]:
+    """Step `step` of a 5-step plan in progress, the ones before completed."""
+    rows = []
     for n in range(STEPS):
-        status = (
-            "completed" if n < session_round else "in_progress" if n == session_round else "pending"
-        )
-        steps.append({"id": f"s{n}", "title": f"Step {n} of the plan", "status": status})
-    return {"title": "Benchmark plan", "steps": steps}
+        status = "completed" if n < step else "in_progress" if n == step else "pending"
+        rows.append({"id": f"s{n}", "title": f"Step {n} of the plan", "status": status})
+    return {"title": "Benchmark plan", "steps": rows}
 
 
-class TimedRunner(ProjectionRunner):
-    """Records when each position became visible in the views."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.advances: list[tuple[int, float]] = []
-        super().__init__(*args, **kwargs)
-
-    def _advance(self, position: int) -> None:
-        self.advances.append((position, time.perf_counter()))
-        super()._advance(position)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def measure_lag(url: str, commits: int, rate: float) -> dict[str, Any]:
-    app = Ledger(url)
-    runner = TimedRunner(app.database, app.mapper)
-    stop = threading.Event()
-    follower = threading.Thread(target=runner.run, args=(stop,), kwargs={"idle_timeout": 1.0})
-    follower.start()
-    sessions = [f"lag-{n}" for n in range(max(1, commits // STEPS + 1))]
-    committed: list[tuple[int, float]] = []
-    interval = 1.0 / rate
+def paced(count: int, rate: float, act: Callable[[int], None]) -> None:
+    """`act(i)` for i in range(count), started `rate` times per second."""
     next_at = time.perf_counter()
-    for index in range(commits):
-        session_id = sessions[index // STEPS]
-        if index % STEPS == 0:
-            app.open_session(session_id)
-        next_at += interval
+    for index in range(count):
+        next_at += 1.0 / rate
         delay = next_at - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
-        decision = app.submit(session_id, payload(index % STEPS))
-        assert decision.status == "committed" and decision.position is not None
-        committed.append((decision.position, time.perf_counter()))
-    deadline = time.monotonic() + 10
-    while runner.position < committed[-1][0] and time.monotonic() < deadline:
-        time.sleep(0.01)
-    stop.set()
-    app.open_session(f"wake-{uuid.uuid4().hex[:6]}")
-    follower.join(timeout=10)
-    advances = runner.advances
-    lags = []
+        act(index)
+
+
+def raw_commit(url: str, count: int, rate: float) -> list[float]:
+    """Latency (s) of one raw INSERT+COMMIT."""
+    latencies: list[float] = []
+    if url.startswith("sqlite"):
+        conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_raw (id INTEGER PRIMARY KEY, v BLOB)")
+
+        def insert(_: int) -> None:
+            started = time.perf_counter()
+            conn.execute("BEGIN")
+            conn.execute("INSERT INTO bench_raw (v) VALUES (?)", (ROW,))
+            conn.execute("COMMIT")
+            latencies.append(time.perf_counter() - started)
+
+        paced(count, rate, insert)
+        conn.close()
+        return latencies
+    import psycopg
+
+    base, schema = url.split("?schema=")
+    with psycopg.connect(base, options=f"-c search_path={schema}") as pg:
+        pg.execute("CREATE TABLE IF NOT EXISTS bench_raw (id BIGSERIAL PRIMARY KEY, v BYTEA)")
+        pg.commit()
+
+        def insert_pg(_: int) -> None:
+            started = time.perf_counter()
+            pg.execute("INSERT INTO bench_raw (v) VALUES (%s)", (ROW,), prepare=True)
+            pg.commit()
+            latencies.append(time.perf_counter() - started)
+
+        paced(count, rate, insert_pg)
+    return latencies
+
+
+def raw_notify(url: str, count: int, rate: float) -> list[float]:
+    """Lag (s) of a bare LISTEN connection behind an INSERT+NOTIFY+COMMIT."""
+    import psycopg
+
+    base, schema = url.split("?schema=")
+    channel = f"bench_{schema}"
+    seen: dict[int, float] = {}
+    with (
+        psycopg.connect(base, autocommit=True) as listener,
+        psycopg.connect(base, options=f"-c search_path={schema}") as writer,
+    ):
+        listener.execute(f"LISTEN {channel}")
+        writer.execute("CREATE TABLE IF NOT EXISTS bench_raw (id BIGSERIAL PRIMARY KEY, v BYTEA)")
+        writer.commit()
+
+        def listen() -> None:
+            for note in listener.notifies(timeout=5 + count / rate):
+                seen[int(note.payload)] = time.perf_counter()
+                if len(seen) == count:
+                    return
+
+        thread = threading.Thread(target=listen)
+        thread.start()
+        sent: dict[int, float] = {}
+
+        def insert(index: int) -> None:
+            writer.execute("INSERT INTO bench_raw (v) VALUES (%s)", (ROW,), prepare=True)
+            writer.execute(f"NOTIFY {channel}, '{index}'")
+            writer.commit()
+            sent[index] = time.perf_counter()
+
+        paced(count, rate, insert)
+        thread.join()
+    return [max(0.0, seen[i] - sent[i]) for i in sent if i in seen]
+
+
+def ledger_lag(url: str, count: int, rate: float) -> list[float]:
+    """Lag (s) of a second service's follower behind `submit()`."""
+    writer = open_planledger(url, home=None)
+    follower = open_planledger(url, home=None)
+    wake = open_store(follower.database)
+    seen: list[tuple[int, float]] = []
+    stop = threading.Event()
+
+    def follow() -> None:
+        last = follower.views.max_notification_id()
+        wake.wait_for_events(0)  # listening before the first commit
+        while not stop.is_set():
+            wake.wait_for_events(0.2)
+            for event in follower.events_after(last):
+                seen.append((event.store_position, time.perf_counter()))
+                last = event.store_position
+
+    thread = threading.Thread(target=follow)
+    thread.start()
+    time.sleep(0.3)
+    committed: list[tuple[int, float]] = []
+    sessions = [f"lag-{n}" for n in range(count // STEPS + 1)]
+
+    def submit(index: int) -> None:
+        session_id = sessions[index // STEPS]
+        if index % STEPS == 0:
+            writer.open_session(session_id)
+        decision = writer.submit(session_id, payload(index % STEPS))
+        assert decision.status == "committed" and decision.store_position is not None
+        committed.append((decision.store_position, time.perf_counter()))
+
+    try:
+        paced(count, rate, submit)
+        deadline = time.monotonic() + 10
+        while (not seen or seen[-1][0] < committed[-1][0]) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        stop.set()
+        thread.join(5)
+        wake.close()
+        follower.close()
+        writer.close()
+    lags: list[float] = []
     cursor = 0
     for position, at in committed:
-        while cursor < len(advances) and advances[cursor][0] < position:
+        while cursor < len(seen) and seen[cursor][0] < position:
             cursor += 1
-        if cursor == len(advances):
-            raise RuntimeError(f"position {position} never became visible")
-        lags.append(max(0.0, advances[cursor][1] - at) * 1000)
-    runner.close()
-    app.close()
+        if cursor == len(seen):
+            raise RuntimeError(f"store position {position} never reached the follower")
+        lags.append(max(0.0, seen[cursor][1] - at))
+    return lags
+
+
+def summary(values: list[float]) -> dict[str, float]:
     return {
-        "commits": commits,
-        "target_rate_per_s": rate,
-        "lag_ms": {
-            "p50": statistics.median(lags),
-            "p90": percentile(lags, 0.90),
-            "p99": percentile(lags, 0.99),
-            "max": max(lags),
-            "mean": statistics.fmean(lags),
-        },
-        "library_wait_poll_ms": 100,
+        "p50_ms": round(1000 * common.percentile(values, 0.5), 3),
+        "p99_ms": round(1000 * common.percentile(values, 0.99), 3),
     }
 
 
-def write_events(app: Ledger, events: int) -> int:
-    """Open sessions and decide their plans in memory; save in large batches. Returns count."""
-    written = 0
-    batch: list[Any] = []
-    n = 0
-    while written < events:
-        session_id = f"rb-{n}"
-        n += 1
-        session = Session.open(session_aggregate_id(session_id), session_id, Mode.WORK)
-        plan = Plan.create(plan_aggregate_id(session_id), session_id)
-        for r in range(STEPS):
-            body = payload(r)
-            plan.propose(uuid.uuid4().hex, parse_proposal(body), fingerprint(body), "bench")
-            outcome = plan.decide(set())
-            assert outcome.status == "committed"
-        batch += [session, plan]
-        written += 2 + 2 * STEPS
-        if len(batch) >= 400:
-            app.save(*batch)
-            batch = []
-    if batch:
-        app.save(*batch)
-    return written
-
-
-def measure_rebuild(url: str, events: int) -> dict[str, Any]:
-    app = Ledger(url)
-    started = time.perf_counter()
-    written = write_events(app, events)
-    write_seconds = time.perf_counter() - started
-    runner = ProjectionRunner(app.database, app.mapper)
-    started = time.perf_counter()
-    position = runner.rebuild()
-    seconds = time.perf_counter() - started
-    views = runner.store.max_notification_id()
-    runner.close()
-    app.close()
-    return {
-        "events": written,
-        "write_seconds": round(write_seconds, 2),
-        "rebuild_seconds": round(seconds, 3),
-        "events_per_s": round(written / seconds),
-        "position": position,
-        "max_notification_id": views,
+def main(argv: list[str] | None = None) -> None:
+    p = common.parser("projection_lag", __doc__ or "")
+    p.add_argument("--commits", type=int, default=400)
+    p.add_argument("--rate", type=float, default=100.0, help="commits per second")
+    args = common.parse(p, argv)
+    measures: dict[str, Callable[[str, int, float], list[float]]] = {
+        "raw_commit": raw_commit,
+        "ledger_lag": ledger_lag,
     }
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--commits", type=int, default=2000)
-    parser.add_argument("--rate", type=float, default=200.0, help="commits per second")
-    parser.add_argument("--events", type=int, default=100_000)
-    parser.add_argument("--out", default="bench/results/projection_lag.json")
-    args = parser.parse_args()
-
-    results: dict[str, Any] = {
-        "machine": {
-            "nproc": os.cpu_count(),
-            "python": platform.python_version(),
-            "psycopg": psycopg.__version__,
-        }
+    if common.kind_of(args.database) == "postgres":
+        measures["raw_notify"] = raw_notify
+    rounds: dict[str, list[dict[str, float]]] = {name: [] for name in measures}
+    names = list(measures)
+    for r in range(args.rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            with common.fresh_store(args.database, "bench_lag") as url:
+                rounds[name].append(summary(measures[name](url, args.commits, args.rate)))
+        line = "  ".join(
+            f"{name} p50 {rounds[name][-1]['p50_ms']:.2f} p99 {rounds[name][-1]['p99_ms']:.2f}"
+            for name in names
+        )
+        print(f"round {r + 1}/{args.rounds}: {line} (ms)", flush=True)
+    medians = {
+        name: {key: common.median([x[key] for x in values]) for key in ("p50_ms", "p99_ms")}
+        for name, values in rounds.items()
     }
-    for name, run in (
-        ("lag", lambda url: measure_lag(url, args.commits, args.rate)),
-        ("rebuild", lambda url: measure_rebuild(url, args.events)),
-    ):
-        schema = f"bench_{name}_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect(BASE_URL, autocommit=True) as conn:
-            conn.execute(f'CREATE SCHEMA "{schema}"')
-        try:
-            results[name] = run(f"{BASE_URL}?schema={schema}")
-        finally:
-            with psycopg.connect(BASE_URL, autocommit=True) as conn:
-                conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
-        print(name, json.dumps(results[name], indent=2), flush=True)
-
-    lag = results["lag"]["lag_ms"]
-    print(
-        f"\ncommit-to-view lag at {args.rate:.0f} commits/s: p50 {lag['p50']:.2f} ms, "
-        f"p99 {lag['p99']:.2f} ms (library wait() polls every 100 ms; "
-        f"ratio p99/100 ms = {lag['p99'] / 100:.3f})"
-    )
-    print(
-        f"rebuild: {results['rebuild']['events_per_s']:,} events/s over "
-        f"{results['rebuild']['events']:,} events"
-    )
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2))
-    print(f"wrote {out}")
+    lag = medians["ledger_lag"]
+    ratios = {
+        f"ledger_lag_p50_vs_{name}_p50": common.ratio(lag["p50_ms"], medians[name]["p50_ms"])
+        for name in names
+        if name != "ledger_lag"
+    }
+    print(f"\n{'measure':<12} {'p50 ms':>8} {'p99 ms':>8}")
+    for name, m in medians.items():
+        print(f"{name:<12} {m['p50_ms']:>8.3f} {m['p99_ms']:>8.3f}")
+    for key, value in ratios.items():
+        print(f"{key}: {value}")
+    config = {"commits": args.commits, "rate_per_s": args.rate}
+    document = common.result(args, config=config, rounds=rounds, medians=medians, ratios=ratios)
+    common.write_result(args.output, document)
 
 
 if __name__ == "__main__":

@@ -19,14 +19,21 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from eventsourcing.persistence import Mapper, Notification
+from eventsourcing.utils import get_topic
 
 from domain.base import Event
 from domain.errors import CorruptHistory
+from domain.session import Session
 from projections.fold import ViewChanges, fold_events
+from projections.gc_pause import paused_gc
 from projections.plan_json import write_plan_file
 from projections.shapes import PlanView
 
 VIEWS = "views"  # tracking name of the database views (plan view + history)
+# The only events of a session's stream the views fold (see projections.fold.fold_events).
+SESSION_TOPICS = frozenset(
+    get_topic(event) for event in (Session.SessionOpened, Session.CollaborationModeChanged)
+)
 
 
 class StaleBatch(Exception):
@@ -94,7 +101,8 @@ class ProjectionRunner:
                 self._advance(position)
                 return position
             try:
-                position = self._apply(position, batch)
+                with paused_gc():
+                    position = self._apply(position, batch)
             except StaleBatch:  # another runner (or a writer) got there first
                 position = self.store.position(VIEWS)
                 continue
@@ -119,6 +127,8 @@ class ProjectionRunner:
         for notification in batch:
             originator = str(notification.originator_id)
             positions[(originator, notification.originator_version)] = notification.id
+            if originator.startswith("session:") and notification.topic not in SESSION_TOPICS:
+                continue  # goal events: the views take nothing from them, so none is decoded
             try:
                 event = self.mapper.to_domain_event(notification)
             except Exception as error:  # an edited row that no longer decodes

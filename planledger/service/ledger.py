@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.domain import OriginatorVersionError
-from eventsourcing.persistence import IntegrityError, JSONTranscoder
+from eventsourcing.persistence import IntegrityError, JSONTranscoder, Mapper
 from eventsourcing.utils import Environment, EnvType, get_topic
 
-from domain.base import Aggregate, Event
+from domain.base import Aggregate
 from domain.errors import (
     CorruptHistory,
     ErrorKind,
@@ -39,6 +38,7 @@ from planledger.service.results import (
     SessionView,
     VerifyReport,
 )
+from planledger.service.verify import NOTHING, judge, replay, replayed, verify_store
 from planledger.storage.errors import heals
 from planledger.storage.recorder import InlineViews
 from planledger.storage.schema import ensure_schema, schema_is_current
@@ -50,6 +50,7 @@ from projections.shapes import PlanView
 
 MAX_ATTEMPTS = 100
 MAX_OBJECTIVE_CHARS = 2000
+FEW_SESSIONS = 20  # named sessions verified stream by stream; more, in one pass over the store
 WRITE_CACHE_SIZE = 1000  # plans kept by a long-running process (server) between commands
 A = TypeVar("A", bound=Aggregate)
 
@@ -110,6 +111,9 @@ class Ledger(Application[str]):
         self._write_cache: dict[str, tuple[Plan, PlanView]] = {}
         self._write_cache_lock = threading.Lock()
         self.views_behind = threading.Event()  # set when a save could not store its views
+        # Processes of a whole-store verify. Measured on the shared 2-core machine, a second one
+        # cost more (its start-up) than it saved: one by default (bench/verify_rebuild.py).
+        self.verify_workers = 1
         current = schema_is_current(settings)  # fails at once, naming why, when unreachable
         super().__init__(env=settings.env)
         if not current:
@@ -386,82 +390,39 @@ class Ledger(Application[str]):
             start = page[-1].id + 1
 
     def verify(self, session_ids: Sequence[str] | None = None) -> VerifyReport:
-        """Replay every event from the first (never from a snapshot), re-checking every rule."""
+        """Replay every event from the first (never from a snapshot), re-checking every rule.
+
+        A few named sessions are read stream by stream; all of them, or many, in one ordered
+        pass over the store (planledger.service.verify)."""
         ids = list(session_ids) if session_ids else self.session_ids()
-        problems: list[Problem] = []
         for session_id in ids:
-            problems += self.verify_session(session_id)
+            validate_id(session_id)
+        if session_ids and len(ids) <= FEW_SESSIONS:
+            problems = [p for session_id in ids for p in self.verify_session(session_id)]
+        else:
+            problems = verify_store(
+                self.database,
+                self.mapper,
+                ids,
+                every=not session_ids,
+                workers=self.verify_workers,
+                make_mapper=ledger_mapper,
+            )
         return VerifyReport(ok=not problems, sessions_checked=len(ids), problems=problems)
 
     def verify_session(self, session_id: str) -> list[Problem]:
         validate_id(session_id)
-        session, problem = self._replay(session_aggregate_id(session_id), session_id)
-        if problem:
-            return [problem]
-        if session is None:
-            return [
-                Problem(
-                    session_id=session_id,
-                    position=0,
-                    rule="session_not_found",
-                    message=f"no session {session_id!r}",
-                )
-            ]
-        plan, problem = self._replay(plan_aggregate_id(session_id), session_id)
-        if problem:
-            return [problem]
-        if plan is None:
-            return [
-                Problem(
-                    session_id=session_id,
-                    position=0,
-                    rule="missing_plan",
-                    message="the session has no plan stream",
-                )
-            ]
-        assert isinstance(plan, Plan) and isinstance(session, Session)
-        goal_id = plan.snapshot.goal_id if plan.snapshot else None
-        if goal_id is not None and goal_id not in session.goals:
-            return [
-                Problem(
-                    session_id=session_id,
-                    position=plan.version,
-                    rule="unknown_goal",
-                    message=f"the plan names goal {goal_id!r}, not a goal of the session",
-                )
-            ]
-        return []
+        session = replayed(session_id, self._stream(session_aggregate_id(session_id)), self.mapper)
+        plan = NOTHING
+        if session.found and session.problem is None:
+            plan = replayed(session_id, self._stream(plan_aggregate_id(session_id)), self.mapper)
+        return judge(session_id, session, plan)
+
+    def _stream(self, aggregate_id: str) -> list[Any]:
+        return list(self.recorder.select_events(aggregate_id))
 
     def _replay(self, aggregate_id: str, session_id: str) -> tuple[Any, Problem | None]:
-        aggregate: Any = None
-        for stored in self.recorder.select_events(aggregate_id):
-            position = stored.originator_version
-            try:
-                event = self.mapper.to_domain_event(stored)
-                assert isinstance(event, Event)
-                aggregate = event.mutate(aggregate)
-            except CorruptHistory as error:
-                return aggregate, Problem(
-                    session_id=session_id,
-                    position=error.position,
-                    rule=error.rule,
-                    message=error.detail,
-                )
-            except OriginatorVersionError as error:
-                return aggregate, Problem(
-                    session_id=session_id,
-                    position=position,
-                    rule="missing_event",
-                    message=str(error),
-                )
-            except Exception as error:  # an edited row that no longer decodes
-                return aggregate, Problem(
-                    session_id=session_id,
-                    position=position,
-                    rule="unreadable_event",
-                    message=f"{type(error).__name__}: {str(error).splitlines()[0][:300]}",
-                )
-        return aggregate, None
+        return replay(session_id, self._stream(aggregate_id), self.mapper)
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -555,6 +516,13 @@ class Ledger(Application[str]):
                 # Jittered backoff so a crowd of losers does not collide again in lockstep.
                 time.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))
             yield attempt
+
+
+def ledger_mapper(database: DatabaseSettings) -> Mapper[str]:
+    """The ledger's event mapper, built in another process (verify's workers)."""
+    ledger = Ledger(database)
+    ledger.close()
+    return ledger.mapper
 
 
 def session_view(session: Session) -> SessionView:

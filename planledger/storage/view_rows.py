@@ -90,6 +90,12 @@ def insert_history(p: str) -> str:
     )
 
 
+COPY_HISTORY = (
+    "COPY planledger_plan_history "
+    "(session_id, position, notification_id, kind, revision, entry, view) FROM STDIN"
+)
+
+
 def upsert_session(p: str) -> str:
     return (
         "INSERT INTO planledger_sessions (session_id, version, mode, opened_at, updated_at) "

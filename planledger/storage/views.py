@@ -19,7 +19,7 @@ from typing import Any
 from eventsourcing.persistence import Notification
 
 from planledger.storage.settings import DatabaseSettings
-from planledger.storage.view_rows import Row, rows_of, write_rows
+from planledger.storage.view_rows import Row, ViewRows, rows_of, write_rows
 from projections.fold import ViewChanges, empty_view
 from projections.runner import VIEWS, LoadedView, StaleBatch
 from projections.shapes import CorruptMark, HistoryEntry, PlanView, SessionList, SessionListItem
@@ -139,11 +139,15 @@ class ViewStore(ABC):
             current = self._locked_position(VIEWS)
             if current != expected_position:
                 raise StaleBatch(f"views are at {current}, batch expected {expected_position}")
-            write_rows(self._executemany, rows, p)
+            self._write_rows(rows)
             self._execute(
                 f"UPDATE planledger_tracking SET position = {p} WHERE projection = {p}",
                 (new_position, VIEWS),
             )
+
+    def _write_rows(self, rows: ViewRows) -> None:
+        """A batch's rows, in the batch's transaction."""
+        write_rows(self._executemany, rows, self.placeholder)
 
     def set_position(self, name: str, position: int) -> None:
         p = self.placeholder

@@ -1,0 +1,206 @@
+"""verify: every stream replayed from its first event through the domain's own aggregates, so
+every rule is re-checked on every commit, and each session judged as `Ledger.verify_session`
+judges it.
+
+One session is read with two stream reads (its cost does not depend on the store's size). The
+whole store is read in one ordered pass (`planledger.storage.scan`), optionally split into key
+ranges replayed by worker processes; a stream's replay keeps only the few facts the judgement
+needs, so memory stays small whatever the store's size.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from eventsourcing.domain import OriginatorVersionError
+from eventsourcing.persistence import Mapper, StoredEvent
+
+from domain.base import Event
+from domain.errors import CorruptHistory
+from domain.plan import Plan
+from domain.session import Session
+from planledger.service.results import Problem
+from planledger.storage.scan import scan_events, split_points
+from planledger.storage.settings import DatabaseSettings
+
+PARALLEL_MIN_EVENTS = 50_000  # below this, starting worker processes costs more than it saves
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """What replaying one stream left: whether it had events, the problem it stopped at, and
+    the facts the judgement needs (the plan's version and goal, the session's goals)."""
+
+    found: bool = False
+    problem: Problem | None = None
+    version: int = 0
+    goal_id: str | None = None
+    goals: frozenset[str] = frozenset()
+
+
+NOTHING = Replayed()
+
+
+def replay(
+    session_id: str, stored_events: Iterable[StoredEvent], mapper: Mapper[Any]
+) -> tuple[Any, Problem | None]:
+    """Apply the stream's events in order from the first (never a snapshot); the aggregate
+    they build (None: no events) and the first problem, which stops the replay."""
+    aggregate: Any = None
+    for stored in stored_events:
+        position = stored.originator_version
+        try:
+            event = mapper.to_domain_event(stored)
+            assert isinstance(event, Event)
+            aggregate = event.mutate(aggregate)
+        except CorruptHistory as error:
+            return aggregate, Problem(
+                session_id=session_id,
+                position=error.position,
+                rule=error.rule,
+                message=error.detail,
+            )
+        except OriginatorVersionError as error:
+            return aggregate, Problem(
+                session_id=session_id,
+                position=position,
+                rule="missing_event",
+                message=str(error),
+            )
+        except Exception as error:  # an edited row that no longer decodes
+            return aggregate, Problem(
+                session_id=session_id,
+                position=position,
+                rule="unreadable_event",
+                message=f"{type(error).__name__}: {str(error).splitlines()[0][:300]}",
+            )
+    return aggregate, None
+
+
+def replayed(
+    session_id: str, stored_events: Iterable[StoredEvent], mapper: Mapper[Any]
+) -> Replayed:
+    aggregate, problem = replay(session_id, stored_events, mapper)
+    if problem is not None:
+        return Replayed(found=True, problem=problem)
+    if aggregate is None:
+        return NOTHING
+    if isinstance(aggregate, Plan):
+        goal_id = aggregate.snapshot.goal_id if aggregate.snapshot else None
+        return Replayed(found=True, version=aggregate.version, goal_id=goal_id)
+    if isinstance(aggregate, Session):
+        return Replayed(found=True, goals=frozenset(aggregate.goals))
+    return Replayed(found=True, version=aggregate.version)
+
+
+def judge(session_id: str, session: Replayed, plan: Replayed) -> list[Problem]:
+    """The session's problem: its own stream's, else not found, else its plan's, else a plan
+    naming a goal the session lacks; none when all is well."""
+    if session.problem is not None:
+        return [session.problem]
+    if not session.found:
+        return [problem(session_id, 0, "session_not_found", f"no session {session_id!r}")]
+    if plan.problem is not None:
+        return [plan.problem]
+    if not plan.found:
+        return [problem(session_id, 0, "missing_plan", "the session has no plan stream")]
+    if plan.goal_id is not None and plan.goal_id not in session.goals:
+        return [
+            problem(
+                session_id,
+                plan.version,
+                "unknown_goal",
+                f"the plan names goal {plan.goal_id!r}, not a goal of the session",
+            )
+        ]
+    return []
+
+
+def problem(session_id: str, position: int, rule: str, message: str) -> Problem:
+    return Problem(session_id=session_id, position=position, rule=rule, message=message)
+
+
+def replay_range(
+    database: DatabaseSettings,
+    mapper: Mapper[Any],
+    wanted: set[str] | None,
+    lower: str = "",
+    upper: str | None = None,
+) -> tuple[dict[str, Replayed], dict[str, Replayed]]:
+    """Replay every session and plan stream in the key range [lower, upper) (only those of
+    `wanted` sessions, when given): (sessions, plans) by session id."""
+    found: dict[str, dict[str, Replayed]] = {"session": {}, "plan": {}}
+    events = scan_events(database, lower, upper)
+    for originator_id, stream in itertools.groupby(events, key=_originator):
+        kind, _, session_id = originator_id.partition(":")
+        streams = found.get(kind)
+        if streams is None or (wanted is not None and session_id not in wanted):
+            continue
+        streams[session_id] = replayed(session_id, stream, mapper)
+    return found["session"], found["plan"]
+
+
+def verify_store(
+    database: DatabaseSettings,
+    mapper: Mapper[Any],
+    session_ids: Sequence[str],
+    *,
+    every: bool,
+    workers: int = 1,
+    make_mapper: Callable[[DatabaseSettings], Mapper[Any]] | None = None,
+) -> list[Problem]:
+    """Judge `session_ids` (in order) from one ordered pass over the store; `every` says they
+    are all the store's sessions (nothing to filter out).
+
+    With `workers` > 1 and a store of at least PARALLEL_MIN_EVENTS events, the key space is
+    cut into as many ranges: this process replays the first, worker processes (each with the
+    mapper `make_mapper` builds) the others."""
+    wanted = None if every else set(session_ids)
+    points = (
+        split_points(database, workers, PARALLEL_MIN_EVENTS)
+        if workers > 1 and make_mapper is not None
+        else []
+    )
+    sessions: dict[str, Replayed] = {}
+    plans: dict[str, Replayed] = {}
+    if points:
+        assert make_mapper is not None
+        bounds = list(zip(["", *points], [*points, None], strict=True))
+        context = multiprocessing.get_context("spawn")  # never fork a threaded process
+        with ProcessPoolExecutor(len(points), mp_context=context) as pool:
+            futures = [
+                pool.submit(_replay_range_apart, make_mapper, database, wanted, lower, upper)
+                for lower, upper in bounds[1:]
+            ]
+            lower, upper = bounds[0]
+            here = replay_range(database, mapper, wanted, lower, upper)
+            for found in [here, *(future.result() for future in futures)]:
+                sessions.update(found[0])
+                plans.update(found[1])
+    else:
+        sessions, plans = replay_range(database, mapper, wanted)
+    problems: list[Problem] = []
+    for session_id in session_ids:
+        session = sessions.get(session_id, NOTHING)
+        problems += judge(session_id, session, plans.get(session_id, NOTHING))
+    return problems
+
+
+def _replay_range_apart(
+    make_mapper: Callable[[DatabaseSettings], Mapper[Any]],
+    database: DatabaseSettings,
+    wanted: set[str] | None,
+    lower: str,
+    upper: str | None,
+) -> tuple[dict[str, Replayed], dict[str, Replayed]]:
+    """replay_range in a worker process."""
+    return replay_range(database, make_mapper(database), wanted, lower, upper)
+
+
+def _originator(stored: StoredEvent) -> str:
+    return str(stored.originator_id)
