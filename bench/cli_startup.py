@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import common  # noqa: E402  (puts the repository on sys.path)
+import common
 
 PLAN = {"plan": [{"step": "Read the failing test", "status": "in_progress"}]}
 TODO = {
@@ -76,8 +76,12 @@ def run(args: Any) -> dict[str, Any]:
         db = ["--database", database] if database else []
         subprocess.run([cli, *db, "session", "open", "bench"], env=env, check=True)
         subprocess.run(
-            [cli, *db, "plan", "update", "bench"], input=json.dumps(PLAN), text=True, env=env,
-            check=True, capture_output=True,
+            [cli, *db, "plan", "update", "bench"],
+            input=json.dumps(PLAN),
+            text=True,
+            env=env,
+            check=True,
+            capture_output=True,
         )
         for round_number in range(args.rounds):
             for name, (argv, stdin, codes) in commands(database).items():

@@ -3,6 +3,7 @@ one-round-trip PostgreSQL recorder and the SQLite recorder that store views with
 
 from __future__ import annotations
 
+import threading
 import uuid
 from pathlib import Path
 from tempfile import TemporaryDirectory
@@ -59,6 +60,11 @@ class TestViewsSQLiteRecorder(ApplicationRecorderTestCase[ViewsSQLiteRecorder]):
         self.datastore = SQLiteDatastore(str(Path(self.folder.name) / "events.sqlite3"))
 
     def tearDown(self) -> None:
+        # The library's concurrency test leaves its reader threads to finish on their own:
+        # closing the file under a reader still inside SQLite would crash the interpreter.
+        for thread in threading.enumerate():
+            if thread is not threading.main_thread() and thread.name.startswith("Thread-"):
+                thread.join(timeout=30)
         self.datastore.close()
         self.folder.cleanup()
 
