@@ -15,7 +15,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 from eventsourcing.persistence import Mapper, Notification
@@ -26,7 +25,6 @@ from domain.errors import CorruptHistory
 from domain.session import Session
 from projections.fold import ViewChanges, fold_events
 from projections.gc_pause import paused_gc
-from projections.plan_json import write_plan_file
 from projections.shapes import PlanView
 
 VIEWS = "views"  # tracking name of the database views (plan view + history)
@@ -68,20 +66,17 @@ class ViewStorage(Protocol):
 
 
 class ProjectionRunner:
-    """Feeds the views (and optionally plan.json files under `home`) from the event store."""
+    """Feeds the views from the event store."""
 
     def __init__(
         self,
         store: ViewStorage,
         mapper: Mapper[Any],
-        home: Path | None = None,
         batch_size: int = 1000,
     ) -> None:
         self.store = store
         self.mapper = mapper
-        self.home = home
         self.batch_size = batch_size
-        self.files_tracking = f"plan_json:{home.resolve()}" if home else None
         self.changed = threading.Condition()
         self.position = self.store.position(VIEWS)
         self.corrupt: dict[str, CorruptHistory] = {}  # found by this runner, for reports
@@ -155,18 +150,6 @@ class ProjectionRunner:
         self.corrupt.update(changes.corrupt)
         return reached
 
-    def sync_files(self) -> None:
-        """Bring the plan.json files up to the committed views."""
-        if self.home is None or self.files_tracking is None:
-            return
-        views_at = self.store.position(VIEWS)
-        files_at = self.store.position(self.files_tracking)
-        if files_at >= views_at:
-            return
-        for _, view in self.store.views_changed_after(files_at):
-            write_plan_file(self.home, view)
-        self.store.set_position(self.files_tracking, views_at)
-
     # -- waiting ------------------------------------------------------------------------------
 
     def _advance(self, position: int) -> None:
@@ -186,7 +169,6 @@ class ProjectionRunner:
         self.store.wait_for_events(0)  # start listening before the first catch-up
         while not stop.is_set():
             self.catch_up()
-            self.sync_files()
             self.store.wait_for_events(idle_timeout)
 
     def rebuild(self, on_batch: Callable[[int, int], None] | None = None) -> int:

@@ -90,7 +90,12 @@ def natural(text: str | None) -> int | None:
 
 def plan_show(database: str | None, parsed: Parsed) -> int | None:
     """The stored view, straight from SQLite; None when the full path must answer."""
-    from planledger.storage.file_paths import files_root, spawn_back_fill, tracking_name
+    from planledger.storage.file_paths import (
+        files_root,
+        position_file,
+        read_position,
+        spawn_back_fill,
+    )
     from planledger.storage.schema import SCHEMA_VERSION
     from planledger.storage.settings import SettingsError, database_settings, home_dir
 
@@ -110,12 +115,9 @@ def plan_show(database: str | None, parsed: Parsed) -> int | None:
         try:
             if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
                 return None
-            root = files_root(home_dir(), settings)
-            reached, last, files_at = conn.execute(
+            reached, last = conn.execute(
                 "SELECT (SELECT position FROM planledger_tracking WHERE projection = 'views'), "
-                "(SELECT COALESCE(MAX(rowid), 0) FROM stored_events), "
-                "(SELECT position FROM planledger_tracking WHERE projection = ?)",
-                (tracking_name(root),),
+                "(SELECT COALESCE(MAX(rowid), 0) FROM stored_events)"
             ).fetchone()
             if reached != last:
                 return None  # the views are behind: the full path catches them up
@@ -135,7 +137,8 @@ def plan_show(database: str | None, parsed: Parsed) -> int | None:
             conn.close()
     except sqlite3.Error:
         return None  # locked, unreadable: the full path reports it properly
-    if (files_at or 0) < reached:
+    root = files_root(home_dir(), settings)
+    if read_position(position_file(root)) < reached:
         spawn_back_fill(root, settings)  # a home that is behind: its files follow meanwhile
     if row is None:
         return None  # unknown or invalid session: the full path says which

@@ -12,7 +12,13 @@ from __future__ import annotations
 from collections import deque
 from pathlib import Path
 
-from planledger.storage.file_paths import files_root, spawn_back_fill, tracking_name
+from planledger.storage.file_paths import (
+    files_root,
+    position_file,
+    read_position,
+    spawn_back_fill,
+    write_position,
+)
 from planledger.storage.settings import DatabaseSettings
 from planledger.storage.views import ViewStore
 from projections.plan_json import plan_path, write_plan_file
@@ -27,7 +33,7 @@ class PlanFiles:
         self.database = database
         self.root = files_root(home, database)
         self.views = views
-        self.tracking = tracking_name(self.root)
+        self.marker = position_file(self.root)
         # The latest failures (bounded); a back-fill that gets through clears them.
         self.warnings: deque[str] = deque(maxlen=MAX_WARNINGS)
         self.written: set[str] = set()
@@ -47,13 +53,13 @@ class PlanFiles:
     def sync(self) -> int:
         """Bring every file up to the views; returns how many were written."""
         views_at = self.views.position(VIEWS)
-        files_at = self.views.position(self.tracking)
+        files_at = read_position(self.marker)
         if files_at >= views_at:
             return 0
         changed = self.views.views_changed_after(files_at)
         for _, view in changed:
             write_plan_file(self.root, view)
-        self.views.set_position(self.tracking, views_at)
+        write_position(self.marker, views_at)
         self.warnings.clear()
         return len(changed)
 
@@ -62,12 +68,12 @@ class PlanFiles:
         are those this process wrote, move the position; else back-fill in the background."""
         try:
             views_at = self.views.position(VIEWS)
-            files_at = self.views.position(self.tracking)
+            files_at = read_position(self.marker)
             if files_at >= views_at:
                 return
             changed = {sid for sid, _ in self.views.views_changed_after(files_at)}
             if changed <= self.written:
-                self.views.set_position(self.tracking, views_at)
+                write_position(self.marker, views_at)
                 return
             spawn_back_fill(self.root, self.database)
         except Exception as error:  # never fail a command for its files

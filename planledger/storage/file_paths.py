@@ -34,9 +34,26 @@ def files_root(home: Path, database: DatabaseSettings) -> Path:
     return home / "stores" / store_key(database.url)
 
 
-def tracking_name(root: Path) -> str:
-    """The tracking row of the files under `root` (how far they follow the views)."""
-    return f"plan_json:{root.resolve()}"
+def position_file(root: Path) -> Path:
+    """Where the files under `root` record the store position they follow the views to (with
+    the files, not in the database: keeping it is no write to the store)."""
+    return root / ".plan-files-position"
+
+
+def read_position(marker: Path) -> int:
+    try:
+        text = marker.read_text().strip()
+    except OSError:
+        return 0
+    return int(text) if text.isdigit() else 0
+
+
+def write_position(marker: Path, position: int) -> None:
+    """Atomically (a temporary file renamed); a failure is the caller's warning."""
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    temporary = marker.with_name(f"{marker.name}.{os.getpid()}.tmp")
+    temporary.write_text(f"{position}\n")
+    os.replace(temporary, marker)
 
 
 def spawn_back_fill(root: Path, database: DatabaseSettings) -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from domain.errors import CorruptHistory
 from planledger.service import PlanLedger, open_planledger
+from planledger.service.files import PlanFiles
 from planledger.storage.views import open_store
 from projections.plan_json import read_plan_file
 from projections.plan_view import plan_view
@@ -55,11 +56,9 @@ def pg_ledger(postgres_url: str) -> Iterator[PlanLedger]:
     service.close()
 
 
-def runner_for(
-    service: PlanLedger, home: Path | None = None, batch_size: int = 1000
-) -> ProjectionRunner:
+def runner_for(service: PlanLedger, batch_size: int = 1000) -> ProjectionRunner:
     store = open_store(service.database)
-    return ProjectionRunner(store, service.ledger.mapper, home=home, batch_size=batch_size)
+    return ProjectionRunner(store, service.ledger.mapper, batch_size=batch_size)
 
 
 def views_of(service: PlanLedger, *session_ids: str) -> dict[str, Any]:
@@ -310,15 +309,15 @@ def test_in_flight_lower_id_is_not_skipped(pg_ledger: PlanLedger, postgres_url: 
 
 
 def test_plan_json_files_follow_the_views(ledger: PlanLedger, tmp_path: Path) -> None:
-    runner = runner_for(ledger, home=tmp_path)
-    runner.sync_files()
+    files = PlanFiles(tmp_path, ledger.database, ledger.views)  # a fresh home for this store
+    assert files.sync() == 2
     for sid in ("s1", "s2"):
-        on_disk = read_plan_file(tmp_path, sid)
+        on_disk = read_plan_file(files.root, sid)
         assert (on_disk.revision, on_disk.steps) == (2, ledger.plan(sid).steps)
+    assert files.sync() == 0  # up to date: nothing rewritten
     ledger.submit("s1", plan("c", "a", "b"))
-    runner.sync_files()
-    assert read_plan_file(tmp_path, "s1").revision == 3
-    runner.close()
+    assert files.sync() == 1
+    assert read_plan_file(files.root, "s1").revision == 3
 
 
 def test_hostile_text_never_stops_the_views(ledger: PlanLedger) -> None:
