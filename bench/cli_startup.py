@@ -52,18 +52,40 @@ def timed(argv: list[str], env: dict[str, str], stdin: str = "") -> tuple[float,
     return wall, cpu, done.returncode
 
 
-def commands(database: str | None) -> dict[str, tuple[list[str], str, set[int]]]:
-    """name: (argv, stdin, acceptable exit codes)."""
+def commands(database: str | None) -> dict[str, tuple[list[str], str, bool]]:
+    """name: (argv, stdin, whether a warm process may answer)."""
     cli = planledger()
     db = ["--database", database] if database else []
+    update = [cli, *db, "plan", "update", "bench", "--json"]
+    hook = [cli, *db, "hook", "claude-code"]
     return {
-        "python -c pass": ([sys.executable, "-c", "pass"], "", {0}),
-        "plan show --json": ([cli, *db, "plan", "show", "bench", "--json"], "", {0}),
-        "plan show": ([cli, *db, "plan", "show", "bench"], "", {0}),
-        "plan update --json": ([cli, *db, "plan", "update", "bench", "--json"], "", {0}),
-        "hook (ignored event)": ([cli, *db, "hook", "claude-code"], json.dumps(IGNORED), {0}),
-        "hook (TodoWrite)": ([cli, *db, "hook", "claude-code"], json.dumps(TODO), {0}),
+        "python -c pass": ([sys.executable, "-c", "pass"], "", False),
+        "plan show --json": ([cli, *db, "plan", "show", "bench", "--json"], "", False),
+        "plan show": ([cli, *db, "plan", "show", "bench"], "", False),
+        "plan update --json (cold)": (update, "", False),
+        "plan update --json (warm)": (update, "", True),
+        "hook, ignored event": (hook, json.dumps(IGNORED), False),
+        "hook, TodoWrite (cold)": (hook, json.dumps(TODO), False),
+        "hook, TodoWrite (warm)": (hook, json.dumps(TODO), True),
     }
+
+
+def start_warm_process(cli: str, db: list[str], env: dict[str, str]) -> None:
+    """One command starts the warm process; wait until it answers."""
+    for _ in range(100):
+        probe = subprocess.run(
+            [cli, *db, "hook", "claude-code"],
+            input=json.dumps(IGNORED),
+            text=True,
+            env=env,
+            capture_output=True,
+        )
+        assert probe.returncode == 0, probe.stderr
+        listing = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True)
+        if "planledger.clients.warm" in listing.stdout:
+            return
+        time.sleep(0.1)
+    raise SystemExit("the warm process did not start")
 
 
 def run(args: Any) -> dict[str, Any]:
@@ -83,17 +105,20 @@ def run(args: Any) -> dict[str, Any]:
             check=True,
             capture_output=True,
         )
+        cold = {**env, "PLANLEDGER_NO_WARM": "1"}
+        warm = {key: value for key, value in env.items() if key != "PLANLEDGER_NO_WARM"}
+        start_warm_process(cli, db, warm)
         for round_number in range(args.rounds):
-            for name, (argv, stdin, codes) in commands(database).items():
+            for name, (argv, stdin, may_be_warm) in commands(database).items():
                 walls, cpus = [], []
                 for call in range(args.calls):
-                    if name == "plan update --json":
-                        steps = [{"step": f"Step {round_number}.{call}", "status": "in_progress"}]
+                    if name.startswith("plan update"):
+                        steps = [{"step": f"Step {name}{round_number}.{call}", "status": "pending"}]
                         stdin = json.dumps({"plan": steps})
-                    if name == "hook (TodoWrite)":
-                        stdin = json.dumps({**TODO, "tool_use_id": f"t{round_number}.{call}"})
-                    wall, cpu, code = timed(argv, env, stdin)
-                    if code not in codes:
+                    if name.startswith("hook, TodoWrite"):
+                        stdin = json.dumps({**TODO, "tool_use_id": f"{name}{round_number}.{call}"})
+                    wall, cpu, code = timed(argv, warm if may_be_warm else cold, stdin)
+                    if code != 0:
                         raise SystemExit(f"{name}: exit {code}")
                     walls.append(wall)
                     cpus.append(cpu)

@@ -57,13 +57,46 @@ def parse(args: list[str], flags: set[str], options: set[str]) -> Parsed | None:
     return parsed
 
 
-def run_fast(args: list[str]) -> int | None:
-    """The exit code of a command handled here, or None to use the full command line."""
-    database: str | None = None
+def split_database(args: list[str]) -> tuple[str | None, list[str]]:
+    """A leading `--database URL` (the entry point moved it to the front)."""
     if args[:1] == ["--database"] and len(args) >= 2:
-        database, args = args[1], args[2:]
-    elif args[:1] and args[0].startswith("--database="):
-        database, args = args[0].partition("=")[2], args[1:]
+        return args[1], args[2:]
+    if args[:1] and args[0].startswith("--database="):
+        return args[0].partition("=")[2], args[1:]
+    return None, args
+
+
+def run_fast(args: list[str]) -> int | None:
+    """The exit code of a command handled here, or None to use the full command line. The
+    commands that need the domain go to a warm process when one answers."""
+    database, rest = split_database(args)
+    reads = warm_stdin(rest)
+    if reads is not None:
+        from planledger.clients import warm
+
+        if warm.enabled(database):
+            stdin = warm.read_stdin() if reads else b""
+            code = warm.call(args, database, stdin)
+            if code is not None:
+                return code
+            sys.stdin = warm.text_stream(stdin)  # read already: the command runs here after all
+    return run_local(args)
+
+
+def warm_stdin(rest: list[str]) -> bool | None:
+    """For a command a warm process may run: whether it reads standard input; else None."""
+    if len(rest) == 2 and rest[0] == "hook" and not rest[1].startswith("-"):
+        return True
+    if rest[:2] == ["plan", "update"]:
+        parsed = parse(rest[2:], {"--json"}, {"--expected-revision", "--proposal-id"})
+        if parsed is not None and 1 <= len(parsed.positional) <= 2:
+            return parsed.positional[1:] in ([], ["-"])
+    return None
+
+
+def run_local(args: list[str]) -> int | None:
+    """The fast path in this process (a one-shot command, or the warm process's)."""
+    database, args = split_database(args)
     if len(args) == 2 and args[0] == "hook" and not args[1].startswith("-"):
         from planledger.clients.hooks.runner import run_hook
 
@@ -158,8 +191,8 @@ def plan_show(database: str | None, parsed: Parsed) -> int | None:
 
 def plan_update(database: str | None, parsed: Parsed) -> int:
     """Propose and decide one plan; the exit code says what became of it."""
+    from planledger.clients import services
     from planledger.clients.payload import read_payload
-    from planledger.service import open_planledger
 
     expected = natural(parsed.options.get("--expected-revision"))
     if expected == -1:
@@ -169,14 +202,13 @@ def plan_update(database: str | None, parsed: Parsed) -> int:
     payload = read_payload(source)
     if isinstance(payload, dict) and expected is not None:
         payload = {**payload, "expected_revision": expected}
-    service = open_planledger(database)
+    service = services.acquire(database)
     try:
         decision = service.submit(
             session_id, payload, client="cli", proposal_id=parsed.options.get("--proposal-id")
         )
     finally:
-        service.close()
-        for warning in service.warnings:
+        for warning in services.release(service):
             warn(warning)
     if "--json" in parsed.flags:
         data = decision.model_dump(mode="json")

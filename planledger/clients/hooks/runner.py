@@ -43,10 +43,10 @@ class HookContext:
 
     def service(self) -> PlanLedger:
         if self._service is None:
-            from planledger.service import open_planledger
+            from planledger.clients import services
 
             check_reachable(self.database)
-            self._service = open_planledger(self.database)
+            self._service = services.acquire(self.database)
         return self._service
 
     def warn(self, message: str) -> None:
@@ -54,8 +54,10 @@ class HookContext:
 
     def close(self) -> None:
         if self._service is not None:
+            from planledger.clients import services
+
             service, self._service = self._service, None
-            service.close()
+            self.warnings += services.release(service)
 
 
 Handler = Callable[[Event, HookContext], Answer]
