@@ -270,7 +270,10 @@ class PlanLedger:
         if self.ledger.views_behind.is_set():
             self.ledger.views_behind.clear()
             self.catch_up()
-        if self.files is not None:
+        # A long-running process has a follower that brings the files up, off the request's
+        # path (a file write and its flush cost more than the commit); a one-shot command
+        # writes its session's file itself.
+        if self.files is not None and self._signal is None:
             for session_id in committed:
                 found = self.views.plan_view(session_id)
                 if found is not None and found[1] is None:
