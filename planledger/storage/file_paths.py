@@ -8,10 +8,13 @@ import hashlib
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from planledger.storage.settings import DatabaseSettings
+
+BACK_FILL_GAP_SECONDS = 5.0
 
 
 def store_key(url: str) -> str:
@@ -57,9 +60,17 @@ def write_position(marker: Path, position: int) -> None:
 
 
 def spawn_back_fill(root: Path, database: DatabaseSettings) -> None:
-    """`planledger projections sync-files` as a detached background process."""
+    """`planledger projections sync-files` as a detached background process, unless one was
+    started moments ago (commands that close together start one, not a herd)."""
+    started = root / ".sync.started"
+    try:
+        if time.time() - started.stat().st_mtime < BACK_FILL_GAP_SECONDS:
+            return
+    except OSError:
+        pass
     with contextlib.suppress(OSError):
         root.mkdir(parents=True, exist_ok=True)
+        started.touch()
     env = {**os.environ, "PLANLEDGER_DATABASE_URL": database.url}
     subprocess.Popen(
         [sys.executable, "-m", "planledger.clients.entry", "projections", "sync-files"],

@@ -48,7 +48,8 @@ def warm_processes(home: Path, database: str | None = None) -> list[str]:
             del os.environ["PLANLEDGER_HOME"]
         else:
             os.environ["PLANLEDGER_HOME"] = saved
-    listing = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    ps = ["ps", "-ww", "-eo", "pid,args"]
+    listing = subprocess.run(ps, capture_output=True, text=True).stdout
     return [
         line for line in listing.splitlines() if "planledger.clients.warm" in line and where in line
     ]
