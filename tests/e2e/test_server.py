@@ -1266,3 +1266,30 @@ def test_docs_work_offline_and_declare_the_bearer_scheme(tmp_path: Path, sqlite_
         assert schema["security"] == [{"bearer": []}]
         error = api.get("/nowhere")
         assert error.status_code == 404 and set(error.json()["error"]) >= {"code", "message"}
+
+
+def test_serving_beyond_loopback_without_a_token_says_so(tmp_path: Path, sqlite_url: str) -> None:
+    env = {**os.environ, "PLANLEDGER_HOME": str(tmp_path / "home")}
+    env.pop("PLANLEDGER_TOKEN", None)
+    process = subprocess.Popen(
+        [
+            planledger_command(),
+            "--database",
+            sqlite_url,
+            "serve",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stderr is not None
+        lines = [process.stderr.readline() for _ in range(2)]
+    finally:
+        stop(process)
+    assert "without a token" in lines[1] and "PLANLEDGER_TOKEN" in lines[1], lines
