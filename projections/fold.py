@@ -289,14 +289,3 @@ def _require_pending(
             f"decision for {proposal_id!r}, which is not the undecided proposal",
         )
     return pending
-
-
-def fold_history(session_id: str, events: Iterable[Event]) -> list[HistoryEntry]:
-    """Every history entry of one plan stream, in order."""
-    view: PlanView | None = None
-    entries: list[HistoryEntry] = []
-    for event in events:
-        view, entry = apply_plan_event(view, session_id, event)
-        if entry is not None:
-            entries.append(entry)
-    return entries

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from domain.base import Event
-from domain.errors import RevisionNotFound
 from domain.plan import Plan
-from projections.fold import apply_plan_event
 from projections.shapes import PendingProposalView, PlanView, RejectionView
 
 
@@ -37,14 +32,3 @@ def plan_view(plan: Plan) -> PlanView:
         else None,
         updated_at=plan.modified_on,
     )
-
-
-def plan_view_at(session_id: str, events: Iterable[Event], revision: int) -> PlanView:
-    """The committed plan as it stood at `revision` (0: before any commit)."""
-    view: PlanView | None = None
-    for event in events:
-        view, _ = apply_plan_event(view, session_id, event)
-        decided = isinstance(event, Plan.PlanCommitted | Plan.PlanCreated)
-        if decided and view is not None and view.revision == revision:
-            return view
-    raise RevisionNotFound(f"session {session_id!r} has no revision {revision}")

@@ -149,15 +149,6 @@ class ViewStore(ABC):
         """A batch's rows, in the batch's transaction."""
         write_rows(self._executemany, rows, self.placeholder)
 
-    def set_position(self, name: str, position: int) -> None:
-        p = self.placeholder
-        with self.lock, self._write_transaction():
-            self._execute(
-                f"INSERT INTO planledger_tracking (projection, position) VALUES ({p}, {p}) "
-                "ON CONFLICT (projection) DO UPDATE SET position = excluded.position",
-                (name, position),
-            )
-
     def _locked_position(self, name: str) -> int:
         rows = self._execute(
             f"SELECT position FROM planledger_tracking WHERE projection = {self.placeholder}"
