@@ -37,6 +37,7 @@ class PlanFiles:
         # The latest failures (bounded); a back-fill that gets through clears them.
         self.warnings: deque[str] = deque(maxlen=MAX_WARNINGS)
         self.written: set[str] = set()
+        self.may_spawn = True  # False in the back-fill itself: it never starts another
 
     def path(self, session_id: str) -> Path:
         return plan_path(self.root, session_id)
@@ -75,6 +76,7 @@ class PlanFiles:
             if changed <= self.written:
                 write_position(self.marker, views_at)
                 return
-            spawn_back_fill(self.root, self.database)
+            if self.may_spawn:
+                spawn_back_fill(self.root, self.database)
         except Exception as error:  # never fail a command for its files
             self.warnings.append(f"plan.json files not brought up to date: {error}")

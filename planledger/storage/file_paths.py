@@ -3,7 +3,6 @@ the fast `plan show` uses it without the service)."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import subprocess
@@ -68,9 +67,11 @@ def spawn_back_fill(root: Path, database: DatabaseSettings) -> None:
             return
     except OSError:
         pass
-    with contextlib.suppress(OSError):
+    try:
         root.mkdir(parents=True, exist_ok=True)
         started.touch()
+    except OSError:
+        return  # a home it cannot write to: a back-fill could not write either
     env = {**os.environ, "PLANLEDGER_DATABASE_URL": database.url}
     subprocess.Popen(
         [sys.executable, "-m", "planledger.clients.entry", "projections", "sync-files"],

@@ -5,6 +5,7 @@ decision is reported as committed: the failed file is a warning and a health sig
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,11 @@ def test_cli_commits_with_a_warning_and_a_retry_writes_nothing(
         ("committed", "p1"),
     ], "the retry wrote something"
     assert home.read_text().startswith("a file")  # untouched
+    # Nothing was left behind: a back-fill that cannot write is never started (it used to
+    # start itself again and again).
+    time.sleep(1)
+    listing = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True)
+    assert "projections sync-files" not in listing.stdout
 
 
 def test_server_commits_and_healthz_reports_the_warning(

@@ -79,6 +79,7 @@ def projections_sync_files() -> None:
     files = service().files
     if files is None:
         return
+    files.may_spawn = False
     files.root.mkdir(parents=True, exist_ok=True)
     with (files.root / ".sync.lock").open("w") as lock:
         try:
