@@ -21,6 +21,7 @@ import io
 import json
 import os
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -77,6 +78,8 @@ def call(args: list[str], database: str | None, stdin: bytes) -> int | None:
     """Run `args` in the warm process; None when none answers (it is then started for next
     time, and the caller runs the command itself)."""
     path = socket_path(database)
+    if not private_folder(path.parent):
+        return None  # someone else's folder: never talk to (or start) a process there
     client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     client.settimeout(ANSWER_TIMEOUT)
     try:
@@ -101,6 +104,21 @@ def call(args: list[str], database: str | None, stdin: bytes) -> int | None:
     sys.stdout.write(answer["stdout"])
     sys.stderr.write(answer["stderr"])
     return int(answer["code"])
+
+
+def private_folder(folder: Path) -> bool:
+    """The socket folder exists (made now if need be), is ours and nobody else's."""
+    with contextlib.suppress(OSError):
+        folder.mkdir(mode=0o700)
+    try:
+        status = folder.lstat()
+    except OSError:
+        return False
+    return (
+        stat.S_ISDIR(status.st_mode)
+        and status.st_uid == os.getuid()
+        and not (status.st_mode & 0o077)
+    )
 
 
 def read_all(connection: socket.socket) -> bytes:
@@ -139,6 +157,8 @@ def serve(path: Path, database: str | None) -> None:
     from planledger.clients import services
 
     os.environ[OFF_ENV] = "1"  # commands run here never call a warm process themselves
+    if not private_folder(path.parent):
+        return
     server = bind(path)
     if server is None:
         return

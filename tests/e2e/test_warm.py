@@ -115,3 +115,13 @@ def test_no_warm_process_for_postgresql(tmp_path: Path) -> None:
     assert not warm.enabled(url)
     listing = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
     assert url not in listing
+
+
+def test_a_socket_folder_others_can_write_is_never_used(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    assert not warm.private_folder(shared)
+    private = tmp_path / "private"
+    assert warm.private_folder(private)  # made, owner-only
+    assert (private.stat().st_mode & 0o777) == 0o700
