@@ -8,6 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from domain.todos import codex_steps
 from planledger.importers.calls import EARLIEST, PlanCall, parse_timestamp
 from planledger.importers.lines import describe, records
 from planledger.importers.report import LineError
@@ -25,14 +26,7 @@ def todos_payload(todos: Sequence[Any]) -> dict[str, Any]:
     `activeForm`, `id` and `priority` are left out: the Codex form rejects fields it does not
     define, and the ledger has no place for them. A todo that is not an object is passed as it
     is, so the ledger's rules name it."""
-    return {
-        "plan": [
-            {"step": todo.get("content"), "status": todo.get("status")}
-            if isinstance(todo, dict)
-            else todo
-            for todo in todos
-        ]
-    }
+    return {"plan": codex_steps(todos)}
 
 
 def todo_input(tool_input: Any) -> list[Any]:

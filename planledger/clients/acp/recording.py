@@ -13,6 +13,7 @@ from typing import Any
 
 from domain.errors import SessionExists, SessionNotFound
 from domain.forms import derive_step_ids
+from domain.todos import codex_steps
 from planledger.clients.acp.priorities import PriorityBook
 from planledger.service import PlanLedger
 from planledger.service.results import Decision
@@ -49,14 +50,7 @@ def codex_payload(entries: Any) -> dict[str, Any]:
     entries are passed on as they are, so the ledger records why they were rejected."""
     if not isinstance(entries, list):
         return {"plan": entries}
-    return {
-        "plan": [
-            {"step": entry.get("content"), "status": entry.get("status")}
-            if isinstance(entry, dict)
-            else entry
-            for entry in entries
-        ]
-    }
+    return {"plan": codex_steps(entries)}
 
 
 def entry_priorities(entries: Any) -> dict[str, str]:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from domain.errors import ErrorKind, LedgerError, SessionNotFound
+from domain.todos import codex_steps
 from planledger.clients.hooks.runner import Event, HookInputError
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ def todo_steps(tool_input: Any, text_key: str) -> list[dict[str, Any]]:
     todos = tool_input.get("todos") if isinstance(tool_input, dict) else None
     if not isinstance(todos, list) or not all(isinstance(todo, dict) for todo in todos):
         raise HookInputError("tool_input.todos is not a list of objects")
-    return [{"step": todo.get(text_key), "status": todo.get("status")} for todo in todos]
+    return codex_steps(todos, text_key)
 
 
 def open_if_missing(service: PlanLedger, session_id: str) -> None:
