@@ -84,6 +84,18 @@ def _check_steps(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
     allowed = ALLOWED_STATUSES[policy]
     seen: set[str] = set()
     for index, step in enumerate(snapshot.steps):
+        sid, title, status = step.id, step.title, step.status
+        if (
+            status in allowed
+            and sid not in seen
+            and sid.strip()
+            and len(sid) <= MAX_STEP_ID_CHARS
+            and STEP_ID_PATTERN.match(sid)
+            and title.strip()
+            and len(title) <= MAX_STEP_TITLE_CHARS
+        ):
+            seen.add(sid)  # the common case: nothing to report, no message built
+            continue
         label = step_label(index)
         # A replace-policy id is derived from the text: a blank step's id names nothing the
         # agent sent, so such a step is named by its position only.
