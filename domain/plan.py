@@ -41,6 +41,10 @@ class Outcome(Frozen):
     violations: tuple[Violation, ...] = ()
 
 
+# The proposal `decide` has just judged, until its commit is applied: an instance attribute
+# that never outlives the call, so no snapshot holds it.
+JUDGED = "_judged"
+
 SUPERSEDED = Violation(
     code="superseded",
     message="A newer proposal replaced this one before it was decided.",
@@ -114,7 +118,9 @@ class Plan(Aggregate):
 
         def apply(self, aggregate: Plan) -> None:
             position = self.originator_version
+            just_judged = aggregate.__dict__.pop(JUDGED, None)
             pending = aggregate.require_pending(self.proposal_id, position)
+            judged = just_judged is pending
             aggregate.fail_unless(
                 self.revision == aggregate.revision + 1,
                 position,
@@ -122,7 +128,7 @@ class Plan(Aggregate):
                 f"commit says revision {self.revision} but follows revision {aggregate.revision}",
             )
             aggregate.fail_unless(
-                pending.candidate == self.snapshot,
+                pending.candidate is self.snapshot or pending.candidate == self.snapshot,
                 position,
                 "snapshot_mismatch",
                 f"the committed snapshot differs from proposal {self.proposal_id!r}",
@@ -133,7 +139,8 @@ class Plan(Aggregate):
                 "missing_form",
                 f"proposal {self.proposal_id!r} was committed without a form",
             )
-            violations = aggregate.evaluate(pending, session_goals=None)
+            # A commit `decide` has just judged is not judged twice; replay judges every one.
+            violations = [] if judged else aggregate.evaluate(pending, session_goals=None)
             if violations:
                 first = violations[0]
                 raise CorruptHistory(aggregate.session_id, position, first.code, first.message)
@@ -221,6 +228,7 @@ class Plan(Aggregate):
             )
         else:
             assert pending.candidate is not None
+            self.__dict__[JUDGED] = pending  # read (and dropped) by PlanCommitted.apply
             self.trigger_event(
                 self.PlanCommitted,
                 proposal_id=pending.proposal_id,

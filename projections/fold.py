@@ -66,11 +66,16 @@ def fold_events(
     views: Mapping[str, PlanView | None],
     events: Iterable[tuple[Event, int | None]],
     corrupt: Iterable[str] = (),
+    *,
+    judged: bool = False,
 ) -> ViewChanges:
     """Apply (event, notification id) pairs in order to the views they touch.
 
     `views` holds each touched session's view before the events (None: none yet). A session
     whose history breaks a rule is reported in `corrupt` and its later events are ignored.
+    `judged` says the events are a writer's own, just decided by the domain (`Plan.decide`
+    checked every rule of each commit): the snapshot and transition rules are not run a
+    second time. Every replay (catch-up, rebuild, history) leaves it False.
     """
     current = dict(views)
     changes = ViewChanges()
@@ -90,7 +95,7 @@ def fold_events(
         if session_id in broken:
             continue
         try:
-            view, entry = apply_plan_event(current.get(session_id), session_id, event)
+            view, entry = apply_plan_event(current.get(session_id), session_id, event, judged)
         except CorruptHistory as error:
             broken.add(session_id)
             changes.corrupt[session_id] = error
@@ -121,7 +126,7 @@ def empty_view(session_id: str, at: object) -> PlanView:
 
 
 def apply_plan_event(
-    view: PlanView | None, session_id: str, event: Event
+    view: PlanView | None, session_id: str, event: Event, judged: bool = False
 ) -> tuple[PlanView | None, HistoryEntry | None]:
     """The view after `event`, and the history entry it adds (None for non-plan events).
 
@@ -169,7 +174,7 @@ def apply_plan_event(
     if isinstance(event, Plan.PlanCommitted):
         pending = _require_pending(view, session_id, position, event.proposal_id)
         snapshot = event.snapshot
-        if pending.candidate != snapshot:
+        if pending.candidate is not snapshot and pending.candidate != snapshot:
             raise CorruptHistory(
                 session_id,
                 position,
@@ -197,8 +202,15 @@ def apply_plan_event(
                 "policy_mismatch",
                 f"a {pending.form} proposal was committed to a {policy} plan",
             )
-        before = PlanSnapshot(title=view.title, steps=tuple(view.steps)) if view.revision else None
-        check_commit(policy, view.revision, session_id, position, event.revision, before, snapshot)
+        before = (
+            PlanSnapshot.model_construct(title=view.title, steps=tuple(view.steps))
+            if view.revision
+            else None
+        )
+        if not judged:
+            check_commit(
+                policy, view.revision, session_id, position, event.revision, before, snapshot
+            )
         transitions = [
             Transition.model_validate({"step_id": step_id, "from": old, "to": new})
             for step_id, old, new in rules.step_transitions(before, snapshot)

@@ -464,7 +464,7 @@ class Ledger(Application[str]):
         """Save the aggregates' new events and, in the same transaction, the views they change
         (when the views are up to date; otherwise `views_behind` is set for a catch-up)."""
         events = [(event, None) for aggregate in aggregates for event in aggregate.pending_events]
-        changes = fold_events(before or {}, events)  # type: ignore[arg-type]
+        changes = fold_events(before or {}, events, judged=True)  # type: ignore[arg-type]
         views = InlineViews(changes)
         recordings = self.save(*aggregates, views=views)
         if not views.applied:

@@ -694,3 +694,13 @@ def test_a_blocked_goal_can_be_cancelled_and_that_replays() -> None:
     with pytest.raises(CorruptHistory) as caught:
         replay_session(forged)
     assert (caught.value.position, caught.value.rule) == (5, "illegal_goal_transition")
+
+
+def test_a_fresh_commit_is_judged_once_and_leaves_no_marker() -> None:
+    """`decide` judges a commit and its own apply does not judge it again; nothing of that
+    stays on the aggregate (a snapshot taken after it holds no marker), and replay judges."""
+    plan, events = strict_history()
+    assert "_judged" not in plan.__dict__
+    assert "_judged" not in Plan.Snapshot.take(plan).state
+    replayed = replay(events)
+    assert (replayed.revision, replayed.snapshot) == (plan.revision, plan.snapshot)
