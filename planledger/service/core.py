@@ -165,6 +165,16 @@ class PlanLedger:
             raise RevisionNotFound(f"session {session_id!r} has no revision {revision}")
         return at
 
+    def plan_after(self, session_id: str, decision: Decision) -> PlanView:
+        """The plan as a committed `decision` left it: the view its commit wrote when this
+        process wrote it, else read at its revision."""
+        if decision.view is not None:
+            return decision.view
+        view = self.plan(session_id)
+        if view.revision != decision.revision:  # another writer committed since
+            view = self.plan(session_id, decision.revision)
+        return view
+
     def history(self, session_id: str) -> History:
         """Every proposal, commit and rejection of the session, in order."""
         self._sound_view(session_id)

@@ -367,6 +367,8 @@ class Ledger(Application[str]):
         self._checkin(plan, after)
         decision = decision_of(proposal_id, outcome, plan.revision)
         decision.store_position = recordings[-1].notification.id if recordings else None
+        if recordings and outcome.status == "committed":
+            decision._view = after
         return decision
 
     def _goals_for(self, session_id: str, pending: PendingProposal | None) -> set[str]:

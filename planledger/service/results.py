@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from domain.models import Model, Violation
+from projections.shapes import PlanView
 
 DecisionStatus = Literal["committed", "rejected", "conflict"]
 
@@ -21,6 +22,12 @@ class Decision(Model):
         default=None,
         description="Store position of the last event written (None when nothing was written).",
     )
+    _view: PlanView | None = PrivateAttr(default=None)
+
+    @property
+    def view(self) -> PlanView | None:
+        """The plan view the call's commit wrote (None unless this call committed it)."""
+        return self._view
 
 
 class GoalView(Model):

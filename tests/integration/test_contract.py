@@ -61,6 +61,21 @@ def test_commit_then_rejection_leaves_revision(ledger: PlanLedger) -> None:
     assert view.last_rejection.proposal_id == bad.proposal_id
 
 
+def test_a_commit_returns_the_view_it_wrote(ledger: PlanLedger) -> None:
+    first = ledger.submit("s1", strict(("a", "in_progress"), ("b", "pending")))
+    assert first.view is not None
+    assert first.view == ledger.plan("s1") == ledger.plan_after("s1", first)
+    second = ledger.submit("s1", strict(("a", "completed"), ("b", "in_progress")))
+    assert ledger.plan_after("s1", first) == ledger.plan("s1", 1)  # its revision, not the latest
+    assert second.view == ledger.plan("s1")
+    retried = ledger.submit(
+        "s1", strict(("a", "completed"), ("b", "in_progress")), proposal_id=second.proposal_id
+    )
+    assert retried.view is None  # nothing written by this call: read back at its revision
+    assert ledger.plan_after("s1", retried) == ledger.plan("s1", 2)
+    assert ledger.submit("s1", strict(("b", "pending"))).view is None  # rejected
+
+
 def test_every_violation_reported_and_nothing_written_to_the_plan(ledger: PlanLedger) -> None:
     ledger.submit("s1", strict(("a", "in_progress"), ("b", "pending")))
     ledger.submit("s1", strict(("a", "completed"), ("b", "in_progress")))

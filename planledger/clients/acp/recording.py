@@ -92,9 +92,7 @@ class PlanRecorder:
                 file=sys.stderr,
             )
             return None
-        view = self.service.plan(session_id)
-        if view.revision != decision.revision:  # another writer committed since
-            view = self.service.plan(session_id, decision.revision)
+        view = self.service.plan_after(session_id, decision)
         update = {**params["update"], "entries": plan_entries(view.steps, priorities)}
         return {**message, "params": {**params, "update": update}}
 

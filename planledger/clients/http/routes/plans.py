@@ -39,9 +39,7 @@ def propose_plan(request: Request, session_id: SessionId, body: dict[str, Any]) 
     service = service_of(request)
     decision = service.submit(session_id, body, client="http")
     if decision.status == "committed":
-        view = service.plan(session_id)
-        if view.revision != decision.revision:  # another writer committed since: this one's
-            view = service.plan(session_id, decision.revision)
+        view = service.plan_after(session_id, decision)
         return model_response(CommittedBody(**decision.model_dump(), plan=view))
     status = 409 if decision.status == "conflict" else 422
     return JSONResponse(decision.model_dump(mode="json"), status_code=status)
