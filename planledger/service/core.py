@@ -8,6 +8,7 @@ its own codes. It never builds a ledger, a store or a runner of its own.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from domain.errors import (
 from domain.ids import validate_id
 from domain.session import Mode
 from planledger.service.feed import ChangeSignal, FeedEvent
-from planledger.service.files import PlanFiles
+from planledger.service.files import FilesFollower, PlanFiles
 from planledger.service.ledger import Call, Ledger
 from planledger.service.results import Decision, SessionView, VerifyReport
 from planledger.storage.errors import probe_cause, unavailable_cause
@@ -34,6 +35,7 @@ from projections.runner import ProjectionRunner
 from projections.shapes import CorruptMark, History, PlanView, SessionList
 
 FEED_BATCH = 500
+CHECK_INTERVAL = 0.25  # seconds between checks that the views are not behind the store
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class PlanLedger:
         self.files = PlanFiles(home, database, self.views) if home is not None else None
         self._runner_lock = threading.Lock()
         self._signal: ChangeSignal | None = None
+        self._files_follower: FilesFollower | None = None
         self._signal_lock = threading.Lock()
         self._catch_up_if_behind()
 
@@ -271,10 +274,12 @@ class PlanLedger:
         with self._runner_lock:
             return self.runner.catch_up()
 
-    def _catch_up_if_behind(self) -> None:
+    def _catch_up_if_behind(self) -> bool:
+        """Catch the views up if they are behind the store; whether they were."""
         reached, last = self.views.status()
         if reached < last:
             self.catch_up()
+        return reached < last
 
     def _after_write(self, *committed: str) -> None:
         if self.ledger.views_behind.is_set():
@@ -309,19 +314,29 @@ class PlanLedger:
             if self._signal is None:
                 store = open_store(self.database)  # its own connection to wait on
 
+                follower = FilesFollower(self.files) if self.files is not None else None
+                checked_at = 0.0
+                unchecked = False
+
                 def wait_for_change(timeout: float) -> bool:
-                    if not store.wait_for_events(timeout):
-                        return False
-                    self._catch_up_if_behind()
-                    if self.files is not None:
-                        try:
-                            self.files.sync()
-                        except OSError as error:
-                            self.files.warnings.append(f"plan.json files not written: {error}")
-                    return True
+                    # Writers keep the views up to date; the check for views left behind
+                    # (a writer that died before catching them up) runs at most once per
+                    # CHECK_INTERVAL, not once per commit.
+                    nonlocal checked_at, unchecked
+                    changed = store.wait_for_events(timeout)
+                    if changed or unchecked:
+                        now = time.monotonic()
+                        unchecked = now - checked_at < CHECK_INTERVAL
+                        if not unchecked:
+                            checked_at = now
+                            changed = self._catch_up_if_behind() or changed
+                    if changed and follower is not None:
+                        follower.due()
+                    return changed
 
                 self._signal = ChangeSignal(wait_for_change)
                 self._signal_store = store
+                self._files_follower = follower
             return self._signal
 
     def close(self) -> None:
@@ -329,6 +344,8 @@ class PlanLedger:
             self.files.settle()  # a one-shot process: back-fill in the background if needed
         if self._signal is not None:
             self._signal.stop()
+            if self._files_follower is not None:
+                self._files_follower.stop()
             self._signal_store.close()
         self.views.close()
         self.ledger.close()

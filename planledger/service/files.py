@@ -9,6 +9,7 @@ files follow the views.
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from projections.runner import VIEWS
 from projections.shapes import PlanView
 
 MAX_WARNINGS = 20
+FOLLOW_INTERVAL = 0.2  # seconds: the commits of one interval cost one pass over the files
 
 
 class PlanFiles:
@@ -80,3 +82,49 @@ class PlanFiles:
                 spawn_back_fill(self.root, self.database)
         except Exception as error:  # never fail a command for its files
             self.warnings.append(f"plan.json files not brought up to date: {error}")
+
+
+class FilesFollower:
+    """For a long-running process: one thread brings the files up (from its start, then after
+    commits), off the request path and the live feed's thread. Commits arriving together are
+    written in one pass, at most one pass per `interval`, so a busy server does not flush a
+    file per commit (the flushes would compete with the database's own). Stopping finishes a
+    pass that is due."""
+
+    def __init__(self, files: PlanFiles, interval: float = FOLLOW_INTERVAL) -> None:
+        self.files = files
+        self.interval = interval
+        self._changed = threading.Condition()
+        self._due = True  # a fresh home is back-filled
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="plan-files", daemon=True)
+        self._thread.start()
+
+    def due(self) -> None:
+        """Some view changed: bring the files up soon."""
+        with self._changed:
+            self._due = True
+            self._changed.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: self._due or self._stopping)
+                if not self._due:
+                    return
+                self._due = False
+                stopping = self._stopping
+            try:
+                self.files.sync()
+            except Exception as error:  # never fatal: a warning until a later pass succeeds
+                self.files.warnings.append(f"plan.json files not written: {error}")
+            if stopping:
+                return
+            with self._changed:
+                self._changed.wait_for(lambda: self._stopping, timeout=self.interval)
+
+    def stop(self) -> None:
+        with self._changed:
+            self._stopping = True
+            self._changed.notify_all()
+        self._thread.join(10)
