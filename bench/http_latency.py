@@ -6,18 +6,22 @@ a raw INSERT+COMMIT, all measured in the same run (one client).
 
 The server is the installed command (`planledger --database URL serve --port P`, a free
 loopback port, PLANLEDGER_HOME in a temporary folder, no token) on a fresh store of its own;
-its /healthz is awaited and it is stopped at the end. The in-process side is the service every
-client uses (`open_planledger`) on another fresh store: nothing of the server is re-built here.
+its /healthz is awaited and it is stopped at the end. Requests go over one keep-alive
+connection of the standard library's `http.client`, whose own cost per call is small, so the
+figures are the server's; `httpx_healthz` shows what httpx would add. The in-process side is
+the service every client uses (`open_planledger`, its plan.json files following in the
+background as the server's do) on another fresh store: nothing of the server is re-built here.
 While one side is measured the other is paused (the server with SIGSTOP: on PostgreSQL every
 commit NOTIFYs one channel per database, which would wake it).
 
   raw_commit     one raw INSERT+COMMIT of a 500-byte row (psycopg or sqlite3): the floor.
   direct_submit  PlanLedger.submit() of the POST's payload.
-  direct_post    what the POST route calls: submit(), then plan() (the view after the call).
+  direct_post    what the POST route calls: submit(), then plan_after() (the view it left).
   http_post      POST /sessions/{id}/plan: must answer 200 with the new revision.
   direct_get     PlanLedger.plan(session).
   http_get       GET /sessions/{id}/plan.
-  http_healthz   GET /healthz: the floor of one request through httpx, uvicorn and FastAPI.
+  http_healthz   GET /healthz: the floor of one request through uvicorn and FastAPI.
+  httpx_healthz  the same through an httpx.Client (keep-alive): the client library's share.
 
 POST workload: plans of `--steps` steps in the strict form with expected_revision; each call
 advances one session by one step (round-robin over 8 sessions; a finished session is replaced
@@ -29,6 +33,9 @@ p50 and p99, and ratios to raw_commit.
 from __future__ import annotations
 
 import contextlib
+import functools
+import http.client
+import json
 import os
 import shutil
 import signal
@@ -102,8 +109,31 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class Http:
+    """One keep-alive HTTP/1.1 connection to the server."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        return self._request("GET", path, None)
+
+    def post(self, path: str, body: Any) -> tuple[int, bytes]:
+        return self._request("POST", path, json.dumps(body).encode())
+
+    def _request(self, method: str, path: str, data: bytes | None) -> tuple[int, bytes]:
+        headers = {"Content-Type": "application/json"} if data is not None else {}
+        self.connection.request(method, path, body=data, headers=headers)
+        response = self.connection.getresponse()
+        return response.status, response.read()
+
+    def close(self) -> None:
+        self.connection.close()
+
+
 @contextlib.contextmanager
-def server(url: str, home: Path) -> Iterator[tuple[httpx.Client, subprocess.Popen[bytes]]]:
+def server(url: str, home: Path) -> Iterator[tuple[Http, subprocess.Popen[bytes]]]:
     """The installed `planledger serve` on `url`, and a keep-alive client of it."""
     beside = Path(sys.executable).parent / "planledger"
     program = str(beside) if beside.exists() else (shutil.which("planledger") or "planledger")
@@ -117,15 +147,17 @@ def server(url: str, home: Path) -> Iterator[tuple[httpx.Client, subprocess.Pope
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30.0, trust_env=False)
+    client = Http(port)
     try:
         deadline = time.monotonic() + 30
         while True:
             if process.poll() is not None:
                 raise BenchFailure(f"the server exited: {(home / 'server.log').read_text()}")
-            with contextlib.suppress(httpx.HTTPError):
-                if client.get("/healthz").status_code == 200:
+            try:
+                if client.get("/healthz")[0] == 200:
                     break
+            except (OSError, http.client.HTTPException):
+                client.close()  # connects again on the next request
             if time.monotonic() > deadline:
                 raise BenchFailure("the server did not answer /healthz within 30 s")
             time.sleep(0.05)
@@ -181,13 +213,13 @@ def timed(call: Callable[[], Callable[[], None]], seconds: float) -> list[float]
 
 
 def variants(
-    service: PlanLedger, client: httpx.Client, raw: Callable[[], None], steps: int
+    service: PlanLedger, client: Http, raw: Callable[[], None], steps: int
 ) -> dict[str, tuple[str, Callable[[], Callable[[], None]]]]:
     """name: (side, a maker of one timed action)."""
     direct = Sessions("d", steps, lambda sid: service.open_session(sid))
     direct_post = Sessions("dp", steps, lambda sid: service.open_session(sid))
     over_http = Sessions(
-        "h", steps, lambda sid: check(client.post("/sessions", json={"session_id": sid}), 201)
+        "h", steps, lambda sid: check(client.post("/sessions", {"session_id": sid}), 201)
     )
     direct_reads = [f"dg-{n}" for n in range(GET_SESSIONS)]
     http_reads = [f"hg-{n}" for n in range(GET_SESSIONS)]
@@ -196,9 +228,9 @@ def variants(
         for revision in range(3):
             service.submit(session_id, plan_payload(steps, revision))
     for session_id in http_reads:
-        check(client.post("/sessions", json={"session_id": session_id}), 201)
+        check(client.post("/sessions", {"session_id": session_id}), 201)
         for revision in range(3):
-            check(client.post(f"/sessions/{session_id}/plan", json=plan_payload(steps, revision)))
+            check(client.post(f"/sessions/{session_id}/plan", plan_payload(steps, revision)))
     turn = iter(range(10**9))
 
     def submit() -> Callable[[], None]:
@@ -211,14 +243,14 @@ def variants(
         def act() -> None:
             decision = service.submit(session_id, payload, client="http")
             expect(decision.revision, revision)
-            expect(service.plan(session_id).revision, revision)
+            expect(service.plan_after(session_id, decision).revision, revision)
 
         return act
 
     def http_post() -> Callable[[], None]:
         session_id, payload, revision = over_http.next()
         path = f"/sessions/{session_id}/plan"
-        return lambda: expect(check(client.post(path, json=payload))["revision"], revision)
+        return lambda: expect(check(client.post(path, payload))["revision"], revision)
 
     def direct_get() -> Callable[[], None]:
         session_id = direct_reads[next(turn) % GET_SESSIONS]
@@ -236,13 +268,27 @@ def variants(
         "direct_get": ("direct", direct_get),
         "http_get": ("server", http_get),
         "http_healthz": ("server", lambda: lambda: check(client.get("/healthz"))),
+        "httpx_healthz": (
+            "server",
+            lambda: lambda: check_httpx(other_client(client.port).get("/healthz")),
+        ),
     }
 
 
-def check(response: httpx.Response, status: int = 200) -> Any:
-    if response.status_code != status:
-        raise BenchFailure(f"{response.request.url}: {response.status_code} {response.text[:300]}")
-    return response.json()
+@functools.cache
+def other_client(port: int) -> httpx.Client:
+    return httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30.0, trust_env=False)
+
+
+def check(response: tuple[int, bytes], wanted: int = 200) -> Any:
+    status, body = response
+    if status != wanted:
+        raise BenchFailure(f"answered {status}: {body[:300]!r}")
+    return json.loads(body)
+
+
+def check_httpx(response: httpx.Response) -> Any:
+    return check((response.status_code, response.content))
 
 
 def expect(found: Any, wanted: Any) -> None:
@@ -263,6 +309,7 @@ def main(argv: list[str] | None = None) -> None:
         server(server_url, Path(folder)) as (client, process),
     ):
         service = open_planledger(direct_url, home=Path(folder) / "direct")
+        service.follow_files()  # as the server does: plan.json files off the request path
         raw = raw_commit(direct_url)
         try:
             measured = variants(service, client, raw, args.steps)
@@ -273,6 +320,7 @@ def main(argv: list[str] | None = None) -> None:
                     side, make = measured[name]
                     process.send_signal(signal.SIGSTOP if side == "direct" else signal.SIGCONT)
                     if side == "server":
+                        client.close()  # the server drops connections idle for 5 s
                         check(client.get("/healthz"))  # answering again before timing
                     latencies = timed(make, args.seconds)
                     rounds[name].append(
