@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.persistence import IntegrityError, JSONTranscoder, Mapper
 from eventsourcing.utils import Environment, EnvType, get_topic
 
@@ -119,6 +119,29 @@ class Ledger(Application[str]):
         if not current:
             snapshots = self.snapshots.recorder if self.snapshots else None
             ensure_schema(settings, self.recorder, snapshots)
+
+    def _take_snapshots(self, processing_event: ProcessingEvent[str]) -> None:
+        # The library reads an aggregate due a snapshot back from the store (tens of ms for a
+        # long plan, on the command's path); the aggregate just saved is that state already.
+        if self.snapshots is None:
+            return
+        due = {
+            event.originator_id
+            for event in processing_event.events
+            if event.originator_version % self._interval_of(processing_event, event) == 0
+        }
+        snapshots = [
+            Aggregate.Snapshot.take(aggregate)
+            for aggregate_id, aggregate in processing_event.aggregates.items()
+            if aggregate_id in due and isinstance(aggregate, Aggregate)
+        ]
+        if snapshots:
+            self.snapshots.put(snapshots)
+
+    def _interval_of(self, processing_event: ProcessingEvent[str], event: Any) -> int:
+        aggregate = processing_event.aggregates.get(event.originator_id)
+        interval = self.snapshotting_intervals.get(type(aggregate)) if aggregate else None
+        return interval or 2**62
 
     def construct_env(self, name: str, env: EnvType | None = None) -> Environment:
         # Only our own setting counts: never os.environ, never silent in-memory storage.

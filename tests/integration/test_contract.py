@@ -343,9 +343,13 @@ def test_snapshots_speed_reads_but_verify_ignores_them(
         steps = [(t, "completed") for t in titles[:n]] + [(titles[n], "in_progress")]
         assert app.submit("long", codex(*steps)).status == "committed"
     assert app.ledger.snapshots is not None
-    assert list(app.ledger.snapshots.get("plan:long"))  # a snapshot exists
+    # Taken from the aggregate just saved, at the end of the save that reached version 100.
+    (taken,) = app.ledger.snapshots.get("plan:long")
+    assert taken.originator_version == 101
     fresh = new_ledger(database_url)
     assert fresh.plan("long").revision == 60
+    loaded = fresh.ledger._plan("long")  # from the snapshot and the 19 events after it
+    assert (loaded.version, loaded.snapshot) == (121, app.ledger._plan("long").snapshot)
 
     def cancel_first(data: dict[str, Any]) -> None:
         key = "snapshot" if "snapshot" in data else "candidate"
