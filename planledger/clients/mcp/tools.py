@@ -74,7 +74,13 @@ def build_tools(service: PlanLedger, default_session: str) -> list[Tool]:
 
             def submit() -> CallToolResult:
                 decision = service.submit(session_id, payload, client=CLIENT)
-                return results.write_result(tool, decision, session_id, service.plan(session_id))
+                committed = decision.status == "committed"
+                plan = (
+                    service.plan_after(session_id, decision)
+                    if committed
+                    else service.plan(session_id)
+                )
+                return results.write_result(tool, decision, session_id, plan)
 
             return await call(submit)
 
