@@ -27,7 +27,7 @@ from projections.runner import VIEWS
 from projections.shapes import PlanView
 
 MAX_WARNINGS = 20
-FOLLOW_INTERVAL = 0.2  # seconds: the commits of one interval cost one pass over the files
+FOLLOW_INTERVAL = 1.0  # seconds: the commits of one interval cost one pass over the files
 
 
 class PlanFiles:
