@@ -96,20 +96,25 @@ class FilesFollower:
         self.interval = interval
         self._changed = threading.Condition()
         self._due = True  # a fresh home is back-filled
+        self._idle = False  # waiting for work (not waiting out an interval)
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="plan-files", daemon=True)
         self._thread.start()
 
     def due(self) -> None:
-        """Some view changed: bring the files up soon."""
+        """Some view changed: bring the files up soon. Within an interval this only marks the
+        pass due (no thread is woken per commit)."""
         with self._changed:
             self._due = True
-            self._changed.notify_all()
+            if self._idle:
+                self._changed.notify_all()
 
     def _run(self) -> None:
         while True:
             with self._changed:
+                self._idle = True
                 self._changed.wait_for(lambda: self._due or self._stopping)
+                self._idle = False
                 if not self._due:
                     return
                 self._due = False
@@ -124,6 +129,7 @@ class FilesFollower:
                 self._changed.wait_for(lambda: self._stopping, timeout=self.interval)
 
     def stop(self) -> None:
+        """Finish a pass that is due, then end the thread."""
         with self._changed:
             self._stopping = True
             self._changed.notify_all()
