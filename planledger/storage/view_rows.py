@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from projections.fold import ViewChanges, empty_view
+from projections.shapes import PlanView
 
 Row = tuple[Any, ...]
 
@@ -27,9 +28,17 @@ class ViewRows:
 def rows_of(changes: ViewChanges, store_position: Callable[[str, int], int | None]) -> ViewRows:
     """`store_position(aggregate_id, version)` names the store position of an event."""
     rows = ViewRows()
+    dumped: dict[int, str] = {}  # a commit's view is both its session's view and in its history
+
+    def view_json(view: PlanView) -> str:
+        text = dumped.get(id(view))
+        if text is None:
+            text = dumped[id(view)] = view.model_dump_json()
+        return text
+
     for session_id, (version, view) in changes.views.items():
         position = store_position(f"plan:{session_id}", version)
-        rows.views.append((session_id, version, position, view.revision, view.model_dump_json()))
+        rows.views.append((session_id, version, position, view.revision, view_json(view)))
     for session_id, error in changes.corrupt.items():
         mark = {"rule": error.rule, "position": error.position, "message": error.detail}
         position = store_position(f"plan:{session_id}", error.position)
@@ -48,7 +57,7 @@ def rows_of(changes: ViewChanges, store_position: Callable[[str, int], int | Non
                 entry.kind,
                 entry.revision,
                 entry.model_dump_json(by_alias=True),
-                row.view.model_dump_json() if row.view is not None else None,
+                view_json(row.view) if row.view is not None else None,
             )
         )
     for session in changes.sessions.values():
