@@ -75,7 +75,8 @@ class BodyLimit:
             await too_large(self.limit)(scope, receive, send)
             return
         try:
-            message = await asyncio.wait_for(self._read_body(receive), self.timeout)
+            async with asyncio.timeout(self.timeout):  # no task per request, as wait_for makes
+                message = await self._read_body(receive)
         except BodyTooLarge:
             await too_large(self.limit)(scope, receive, send)
             return
