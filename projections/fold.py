@@ -16,7 +16,7 @@ from typing import Any
 from domain import rules
 from domain.base import Event
 from domain.errors import CorruptHistory
-from domain.models import PlanSnapshot, Policy
+from domain.models import PlanSnapshot, Policy, Step
 from domain.plan import Plan
 from domain.session import Session
 from projections.shapes import (
@@ -28,6 +28,7 @@ from projections.shapes import (
 )
 
 POLICY_OF_FORM = {"strict": "strict", "codex": "replace"}
+SESSION_EVENTS = (Session.SessionOpened, Session.CollaborationModeChanged)
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def fold_events(
     for event, notification_id in events:
         originator = str(event.originator_id)
         if originator.startswith("session:"):
-            if isinstance(event, Session.SessionOpened | Session.CollaborationModeChanged):
+            if isinstance(event, SESSION_EVENTS):
                 session_id = originator.removeprefix("session:")
                 earlier = changes.sessions.get(session_id)
                 opened = earlier.opened_at if earlier else event.timestamp
@@ -169,7 +170,7 @@ def apply_plan_event(
     if isinstance(event, Plan.PlanCommitted):
         pending = _require_pending(view, session_id, position, event.proposal_id)
         snapshot = event.snapshot
-        if pending.candidate != snapshot:
+        if not same_snapshot(pending.candidate, snapshot):
             raise CorruptHistory(
                 session_id,
                 position,
@@ -275,6 +276,26 @@ def check_commit(
     if violations:
         first = violations[0]
         raise CorruptHistory(session_id, position, first.code, first.message)
+
+
+def same_snapshot(candidate: PlanSnapshot | None, snapshot: PlanSnapshot) -> bool:
+    """`candidate == snapshot`, field by field for the plain models a decode gives (frozen,
+    no extra fields, no private attributes: equal exactly when their fields are)."""
+    if candidate is snapshot:
+        return True
+    if type(candidate) is not PlanSnapshot or type(snapshot) is not PlanSnapshot:
+        return candidate == snapshot
+    if candidate.title != snapshot.title or candidate.goal_id != snapshot.goal_id:
+        return False
+    mine, theirs = candidate.steps, snapshot.steps
+    if len(mine) != len(theirs):
+        return False
+    for a, b in zip(mine, theirs, strict=True):
+        if type(a) is not Step or type(b) is not Step:
+            return mine == theirs
+        if a.id != b.id or a.title != b.title or a.status != b.status:
+            return False
+    return True
 
 
 def _require_pending(

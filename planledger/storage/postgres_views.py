@@ -83,16 +83,28 @@ class PostgresViewStore(ViewStore):
     def read_notifications(self, after: int, limit: int) -> list[Notification]:
         # SHARE mode waits for every transaction that is still inserting (they hold ROW
         # EXCLUSIVE or the library's EXCLUSIVE lock) and keeps new inserts out while we read:
-        # so no event with a lower notification id can commit after we have passed it.
-        with self.lock, self.conn.transaction():
-            self._execute(f"LOCK TABLE {self.events_table} IN SHARE MODE")
-            rows = self._execute(
-                "SELECT notification_id, originator_id, originator_version, topic, state "
-                f"FROM {self.events_table} WHERE notification_id > %s "
-                "ORDER BY notification_id LIMIT %s",
-                (after, limit),
-            )
-        return notifications_of(rows)
+        # so no event with a lower notification id can commit after we have passed it. On a
+        # reader's connection (the runner reads a batch while it writes the one before), in
+        # binary (the states arrive as they are stored, not hex-encoded).
+        for attempt in (1, 2):  # a pooled connection may have died with its server: once more
+            try:
+                with self.readers.connection() as conn, conn.transaction():
+                    conn.execute(f"LOCK TABLE {self.events_table} IN SHARE MODE")
+                    rows = (
+                        conn.cursor(binary=True)
+                        .execute(
+                            "SELECT notification_id, originator_id, originator_version, topic, "
+                            f"state FROM {self.events_table} WHERE notification_id > %s "
+                            "ORDER BY notification_id LIMIT %s",
+                            (after, limit),
+                        )
+                        .fetchall()
+                    )
+                return notifications_of(rows)
+            except (psycopg.OperationalError, psycopg.InterfaceError):
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
 
     def wait_for_events(self, timeout: float) -> bool:
         try:

@@ -109,12 +109,12 @@ class ViewStore(ABC):
         if not session_ids:
             return {}
         marks = ", ".join([self.placeholder] * len(session_ids))
-        with self.lock:
-            rows = self._execute(
-                "SELECT session_id, version, view, corrupt FROM planledger_plan_views "
-                f"WHERE session_id IN ({marks})",
-                list(session_ids),
-            )
+        # A reader's connection: the runner loads views while it writes the batch before.
+        rows = self._query(
+            "SELECT session_id, version, view, corrupt FROM planledger_plan_views "
+            f"WHERE session_id IN ({marks})",
+            list(session_ids),
+        )
         return {
             row[0]: LoadedView(
                 int(row[1]), PlanView.model_validate(json_value(row[2])), row[3] is not None
@@ -315,13 +315,13 @@ class SqliteViewStore(ViewStore):
 
     def read_notifications(self, after: int, limit: int) -> list[Notification]:
         # SQLite commits one writer at a time, and rowids are assigned under the write lock:
-        # a reader never sees a later id before an earlier one is committed.
-        with self.lock:
-            rows = self._execute(
-                "SELECT rowid, originator_id, originator_version, topic, state "
-                "FROM stored_events WHERE rowid > ? ORDER BY rowid LIMIT ?",
-                (after, limit),
-            )
+        # a reader never sees a later id before an earlier one is committed. (A reader's
+        # connection: the runner reads a batch while it writes the one before.)
+        rows = self._query(
+            "SELECT rowid, originator_id, originator_version, topic, state "
+            "FROM stored_events WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            (after, limit),
+        )
         return notifications_of(rows)
 
     def wait_for_events(self, timeout: float) -> bool:
