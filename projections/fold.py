@@ -24,7 +24,6 @@ from projections.shapes import (
     PendingProposalView,
     PlanView,
     RejectionView,
-    Transition,
 )
 
 POLICY_OF_FORM = {"strict": "strict", "codex": "replace"}
@@ -200,17 +199,18 @@ def apply_plan_event(
             )
         before = PlanSnapshot(title=view.title, steps=tuple(view.steps)) if view.revision else None
         check_commit(policy, view.revision, session_id, position, event.revision, before, snapshot)
-        transitions = [
-            Transition.model_validate({"step_id": step_id, "from": old, "to": new})
-            for step_id, old, new in rules.step_transitions(before, snapshot)
-        ]
-        entry = HistoryEntry(
-            position=position,
-            kind="committed",
-            proposal_id=event.proposal_id,
-            at=at,
-            revision=event.revision,
-            transitions=transitions,
+        entry = HistoryEntry.model_validate(  # transitions and all, in one validation
+            {
+                "position": position,
+                "kind": "committed",
+                "proposal_id": event.proposal_id,
+                "at": at,
+                "revision": event.revision,
+                "transitions": [
+                    {"step_id": step_id, "from": old, "to": new}
+                    for step_id, old, new in rules.step_transitions(before, snapshot)
+                ],
+            }
         )
         update = {
             "revision": event.revision,

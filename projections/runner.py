@@ -24,6 +24,7 @@ from eventsourcing.utils import get_topic
 
 from domain.base import Event
 from domain.errors import CorruptHistory
+from domain.models import PlanSnapshot
 from domain.session import Session
 from projections.batch_writer import BatchWriter
 from projections.decode import bulk_mapper
@@ -91,7 +92,7 @@ class ProjectionRunner:
         batch_size: int = 1000,
     ) -> None:
         self.store = store
-        self.mapper = bulk_mapper(mapper)  # decodes as `mapper` does, cheaper
+        self.mapper = bulk_mapper(mapper, shared=(PlanSnapshot,))  # decodes as `mapper` does
         self.batch_size = batch_size
         self.changed = threading.Condition()
         self.position = self.store.position(VIEWS)

@@ -282,6 +282,10 @@ class SqliteViewStore(ViewStore):
         self.conn = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, timeout=self.timeout
         )
+        # The views are derived data: a crash may lose the last view transactions (WAL,
+        # synced at checkpoints), never half of one (the position commits with its rows),
+        # and the events replay them. Writers' event commits keep their own full sync.
+        self.conn.execute("PRAGMA synchronous = NORMAL")
         self._data_version = -1
         self._readers = threading.local()
         self._all_readers: list[sqlite3.Connection] = []
