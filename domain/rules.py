@@ -29,6 +29,10 @@ def step_label(index: int) -> str:
     return f"Step {index + 1} (index {index})"
 
 
+# The labels of the steps a plan may have, made once: every commit re-checked names each step.
+STEP_LABELS = tuple(step_label(index) for index in range(MAX_STEPS + 1))
+
+
 def too_many_steps(count: int, checked: int | None = None) -> Violation:
     """Bound on the number of steps; `checked` says how many were looked at when not all."""
     rest = f" Only the first {checked} were checked." if checked is not None else ""
@@ -84,7 +88,7 @@ def _check_steps(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
     allowed = ALLOWED_STATUSES[policy]
     seen: set[str] = set()
     for index, step in enumerate(snapshot.steps):
-        label = step_label(index)
+        label = STEP_LABELS[index] if index < len(STEP_LABELS) else step_label(index)
         # A replace-policy id is derived from the text: a blank step's id names nothing the
         # agent sent, so such a step is named by its position only.
         blank_derived = policy is Policy.REPLACE and not step.title.strip()

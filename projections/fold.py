@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from domain import rules
 from domain.base import Event
@@ -30,8 +30,7 @@ POLICY_OF_FORM = {"strict": "strict", "codex": "replace"}
 SESSION_EVENTS = (Session.SessionOpened, Session.CollaborationModeChanged)
 
 
-@dataclass(frozen=True)
-class HistoryRow:
+class HistoryRow(NamedTuple):  # a tuple: one per plan event, made cheaply
     """One history entry of a session; `notification_id` None until the store assigns it."""
 
     session_id: str
@@ -40,8 +39,7 @@ class HistoryRow:
     notification_id: int | None = None
 
 
-@dataclass(frozen=True)
-class SessionRow:
+class SessionRow(NamedTuple):
     session_id: str
     version: int
     mode: str

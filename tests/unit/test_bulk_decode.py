@@ -128,3 +128,16 @@ def test_timestamps_stay_the_librarys() -> None:
     assert type(decoded["timestamp"].tzinfo) is type(
         library.decode(("{" + f'"timestamp":{NOW}' + "}").encode())["timestamp"].tzinfo
     )
+
+
+def test_notifications_read_are_the_librarys() -> None:
+    from eventsourcing.persistence import Notification
+
+    from planledger.storage.views import notifications_of
+
+    (made,) = notifications_of([(7, "plan:s", 3, "t", memoryview(b"{}"))])
+    expected = Notification(
+        id=7, originator_id="plan:s", originator_version=3, topic="t", state=b"{}"
+    )
+    assert made == expected and hash(made) == hash(expected) and repr(made) == repr(expected)
+    assert type(made.state) is bytes
