@@ -163,7 +163,7 @@ def apply_plan_event(
             expected_revision=event.expected_revision,
         )
         update: dict[str, Any] = {"pending_proposal": pending, "updated_at": at}
-        return view.model_copy(update=update), entry
+        return updated(view, update), entry
     if isinstance(event, Plan.PlanCommitted):
         pending = _require_pending(view, session_id, position, event.proposal_id)
         snapshot = event.snapshot
@@ -219,7 +219,7 @@ def apply_plan_event(
             "pending_proposal": None,
             "updated_at": at,
         }
-        return view.model_copy(update=update), entry
+        return updated(view, update), entry
     if isinstance(event, Plan.PlanRejected):
         _require_pending(view, session_id, position, event.proposal_id)
         violations = list(event.violations)
@@ -242,7 +242,7 @@ def apply_plan_event(
             "last_rejection": RejectionView(proposal_id=event.proposal_id, violations=violations),
             "updated_at": at,
         }
-        return view.model_copy(update=update), entry
+        return updated(view, update), entry
     return view, None
 
 
@@ -274,6 +274,22 @@ def check_commit(
     if violations:
         first = violations[0]
         raise CorruptHistory(session_id, position, first.code, first.message)
+
+
+def updated(view: PlanView, update: dict[str, Any]) -> PlanView:
+    """`view.model_copy(update=update)` (no validation, as there), made in one step for a
+    plain view: pydantic's copy goes through `copy.copy` for each of its four parts."""
+    if type(view) is not PlanView or view.__pydantic_extra__ or view.__pydantic_private__:
+        return view.model_copy(update=update)
+    copied = _new(PlanView)
+    _set(copied, "__dict__", {**view.__dict__, **update})
+    _set(copied, "__pydantic_extra__", None)
+    _set(copied, "__pydantic_fields_set__", view.__pydantic_fields_set__ | update.keys())
+    _set(copied, "__pydantic_private__", None)
+    return copied
+
+
+_new, _set = object.__new__, object.__setattr__
 
 
 def same_snapshot(candidate: PlanSnapshot | None, snapshot: PlanSnapshot) -> bool:
