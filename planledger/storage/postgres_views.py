@@ -89,6 +89,15 @@ class PostgresViewStore(ViewStore):
             if rows.sessions:
                 cursor.execute(UPSERT_SESSIONS, columns(rows.sessions))
 
+    def reset(self) -> None:
+        """Forget every view and position: TRUNCATE (in the same transaction as the position)
+        frees the tables at once, where DELETE would mark each row and index entry dead."""
+        with self.lock, self._write_transaction():
+            self._execute(
+                "TRUNCATE planledger_plan_history, planledger_plan_views, planledger_sessions"
+            )
+            self._execute("UPDATE planledger_tracking SET position = 0")
+
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         for attempt in (1, 2):  # a pooled connection may have died with its server: once more
             try:
