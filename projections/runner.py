@@ -30,6 +30,7 @@ from projections.batch_writer import BatchWriter
 from projections.decode import bulk_mapper
 from projections.fold import ViewChanges, fold_events
 from projections.gc_pause import paused_gc
+from projections.read_ahead import read_ahead
 from projections.shapes import PlanView
 
 VIEWS = "views"  # tracking name of the database views (plan view + history)
@@ -118,7 +119,8 @@ class ProjectionRunner:
 
     def _batches_from(self, position: int, on_batch: Callable[[int, int], None] | None) -> int:
         """Batches after `position` until one is not full; each is written (on a thread of
-        its own) while the next is read and folded. Returns the position committed last."""
+        its own) while the next is folded, and read (on another) while this one is. Returns
+        the position committed last."""
         reached = position
 
         def done(batch: Batch) -> None:
@@ -129,18 +131,13 @@ class ProjectionRunner:
             if on_batch:
                 on_batch(batch.events, reached)
 
+        read = position
         with BatchWriter(self._write, done) as writer:
-            read = position
-            while True:
-                notifications = self.store.read_notifications(read, self.batch_size)
-                if not notifications:
-                    break
+            for notifications in read_ahead(self.store.read_notifications, read, self.batch_size):
                 with paused_gc():
                     batch = self._fold(read, notifications, writer.in_flight)
                 writer.submit(batch, last=len(notifications) < self.batch_size)
                 read = batch.reached
-                if len(notifications) < self.batch_size:
-                    break
         return reached
 
     def _apply(self, position: int, batch: list[Notification]) -> int:
