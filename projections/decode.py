@@ -52,17 +52,20 @@ class BulkTranscoder(Transcoder):
         if ESCAPE not in data:
             try:
                 state = from_json(data)
-                if type(state) is dict and self._transcode(state) == expected:
+                if type(state) is dict and self._transcode(state, expected) == expected:
                     return state
             except Exception:  # the library's decode below says what is wrong
                 pass
         return self.transcoder.decode(data)
 
-    def _transcode(self, state: dict[str, Any]) -> int:
+    def _transcode(self, state: dict[str, Any], expected: int) -> int:
         """Decode the transcoded values among `state`'s values and their list items, in
-        place; returns how many there were."""
+        place; returns how many there were. Stops once `expected` were: each had a `"_type_"`
+        of its own in the text, so no other value can hold one."""
         found = 0
         for key, value in state.items():
+            if found == expected:
+                break
             kind = type(value)
             if kind is dict:
                 if len(value) == 2 and "_type_" in value and "_data_" in value:
