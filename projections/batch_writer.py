@@ -4,7 +4,9 @@ The database's share of a batch (SQLite's page writes, PostgreSQL's parsing of t
 index updates, each commit) then overlaps the decoding and folding of the next batch. At most
 one batch is in flight: it is waited for before the next is handed over, so batches commit in
 order and the first error stops the pass. A pass of a single batch is written on the caller's
-thread (no thread is started for the small catch-ups of a live runner).
+thread (no thread is started for the small catch-ups of a live runner), and so is every batch
+when the database works in this process (SQLite: its work holds the interpreter's lock for the
+most part, and two threads taking turns cost more than they overlap).
 """
 
 from __future__ import annotations
@@ -22,9 +24,12 @@ class BatchWriter(Generic[T]):
     """`write(batch)` each submitted batch in order; `done(batch)` on the caller's thread after
     each write has returned (in order, before the next `submit` returns)."""
 
-    def __init__(self, write: Callable[[T], None], done: Callable[[T], None]) -> None:
+    def __init__(
+        self, write: Callable[[T], None], done: Callable[[T], None], *, threaded: bool = True
+    ) -> None:
         self._write = write
         self._done = done
+        self._threaded = threaded  # False: every batch is written on the caller's thread
         self._pool: ThreadPoolExecutor | None = None
         self._future: Future[None] | None = None
         self.in_flight: T | None = None  # submitted, not yet known to be written
@@ -33,7 +38,7 @@ class BatchWriter(Generic[T]):
         """Hand `batch` over once the batch before it is written (re-raising its error);
         `last` says no batch follows, so a lone one is written at once on this thread."""
         self.wait()
-        if last and self._pool is None:
+        if not self._threaded or (last and self._pool is None):
             self._write(batch)
             self._done(batch)
             return

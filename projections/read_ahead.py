@@ -15,11 +15,16 @@ from eventsourcing.persistence import Notification
 Read = Callable[[int, int], list[Notification]]
 
 
-def read_ahead(read: Read, after: int, size: int) -> Iterator[list[Notification]]:
+def read_ahead(
+    read: Read, after: int, size: int, *, threaded: bool = True
+) -> Iterator[list[Notification]]:
     """`read(after, size)`, then the batch after each full one, until one is not full (or
-    empty: not yielded). A thread is started only when the first batch is full; the batch
-    being read when the caller stops is waited for."""
+    empty: not yielded). A thread is started only when the first batch is full (and
+    `threaded`); the batch being read when the caller stops is waited for."""
     batch = read(after, size)
+    while not threaded and len(batch) == size:
+        yield batch
+        batch = read(batch[-1].id, size)
     if len(batch) < size:
         if batch:
             yield batch

@@ -65,8 +65,11 @@ class LoadedView:
 class ViewStorage(Protocol):
     """What the runner needs of the database that holds the views (see planledger.storage).
 
-    `read_notifications` and `load_views` may be called while `write_batch` runs on another
-    thread (the runner folds a batch while the one before it is written)."""
+    When `overlaps_io` (the database works in another process), `read_notifications` and
+    `load_views` may be called while `write_batch` runs on another thread: the runner then
+    reads and writes batches on threads of their own while it folds."""
+
+    overlaps_io: bool
 
     def position(self, name: str) -> int: ...
     def read_notifications(self, after: int, limit: int) -> list[Notification]: ...
@@ -119,8 +122,8 @@ class ProjectionRunner:
 
     def _batches_from(self, position: int, on_batch: Callable[[int, int], None] | None) -> int:
         """Batches after `position` until one is not full; each is written (on a thread of
-        its own) while the next is folded, and read (on another) while this one is. Returns
-        the position committed last."""
+        its own) while the next is folded, and read (on another) while this one is, when the
+        database works in another process. Returns the position committed last."""
         reached = position
 
         def done(batch: Batch) -> None:
@@ -132,8 +135,12 @@ class ProjectionRunner:
                 on_batch(batch.events, reached)
 
         read = position
-        with BatchWriter(self._write, done) as writer:
-            for notifications in read_ahead(self.store.read_notifications, read, self.batch_size):
+        threaded = self.store.overlaps_io
+        with BatchWriter(self._write, done, threaded=threaded) as writer:
+            batches = read_ahead(
+                self.store.read_notifications, read, self.batch_size, threaded=threaded
+            )
+            for notifications in batches:
                 with paused_gc():
                     batch = self._fold(read, notifications, writer.in_flight)
                 writer.submit(batch, last=len(notifications) < self.batch_size)

@@ -33,6 +33,7 @@ class ViewStore(ABC):
     events_table = ""
     id_column = "notification_id"
     for_update = " FOR UPDATE"  # lock the tracking row for the batch's transaction
+    overlaps_io = True  # the database works in another process (see projections.runner)
 
     def __init__(self, database: DatabaseSettings) -> None:
         self.database = database
@@ -290,6 +291,7 @@ class SqliteViewStore(ViewStore):
     events_table = "stored_events"
     id_column = "rowid"
     for_update = ""  # BEGIN IMMEDIATE already holds the write lock
+    overlaps_io = False  # in this process, under the interpreter's lock for the most part
 
     def __init__(self, database: DatabaseSettings) -> None:
         super().__init__(database)

@@ -59,3 +59,14 @@ def test_an_error_of_the_caller_waits_for_the_batch_in_flight() -> None:
         release.set()
         raise KeyError("folding the next batch failed")
     assert written == [0]  # finished before the error left the block
+
+
+def test_unthreaded_every_batch_is_written_on_the_callers_thread() -> None:
+    threads: list[int] = []
+    log: list[int] = []
+    write = lambda n: threads.append(threading.get_ident())  # noqa: E731
+    with BatchWriter(write, log.append, threaded=False) as writer:
+        for n in range(3):
+            writer.submit(n, last=n == 2)
+            assert writer.in_flight is None and log[-1] == n
+    assert set(threads) == {threading.get_ident()}

@@ -53,3 +53,12 @@ def test_a_caller_that_stops_leaves_no_read_running() -> None:
     assert threading.active_count() == 1 or all(
         not t.name.startswith("planledger-read") for t in threading.enumerate()
     )
+
+
+def test_unthreaded_reads_are_the_same_on_the_callers_thread() -> None:
+    for count in (0, 2, 6, 7):
+        calls, read = store(count)
+        threaded_calls, threaded_read = store(count)
+        assert ids(read_ahead(read, 0, 3, threaded=False)) == ids(read_ahead(threaded_read, 0, 3))
+        assert [c[:2] for c in calls] == [c[:2] for c in threaded_calls]
+        assert {c[2] for c in calls} == {threading.get_ident()}
