@@ -7,7 +7,7 @@ batch read ahead holds does not depend on the batches before it being written.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from eventsourcing.persistence import Notification
@@ -17,7 +17,7 @@ Read = Callable[[int, int], list[Notification]]
 
 def read_ahead(
     read: Read, after: int, size: int, *, threaded: bool = True
-) -> Iterator[list[Notification]]:
+) -> Generator[list[Notification], None, None]:
     """`read(after, size)`, then the batch after each full one, until one is not full (or
     empty: not yielded). A thread is started only when the first batch is full (and
     `threaded`); the batch being read when the caller stops is waited for."""

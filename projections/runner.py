@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -136,10 +137,11 @@ class ProjectionRunner:
 
         read = position
         threaded = self.store.overlaps_io
-        with BatchWriter(self._write, done, threaded=threaded) as writer:
-            batches = read_ahead(
-                self.store.read_notifications, read, self.batch_size, threaded=threaded
-            )
+        batches = read_ahead(
+            self.store.read_notifications, read, self.batch_size, threaded=threaded
+        )
+        # closing: a read under way ends here, not whenever the generator is collected
+        with closing(batches), BatchWriter(self._write, done, threaded=threaded) as writer:
             for notifications in batches:
                 with paused_gc():
                     batch = self._fold(read, notifications, writer.in_flight)

@@ -110,8 +110,7 @@ class ViewStore(ABC):
         if not session_ids:
             return {}
         marks = ", ".join([self.placeholder] * len(session_ids))
-        # A reader's connection: the runner loads views while it writes the batch before.
-        rows = self._query(
+        rows = self._runner_read(
             "SELECT session_id, version, view, corrupt FROM planledger_plan_views "
             f"WHERE session_id IN ({marks})",
             list(session_ids),
@@ -145,6 +144,14 @@ class ViewStore(ABC):
                 f"UPDATE planledger_tracking SET position = {p} WHERE projection = {p}",
                 (new_position, VIEWS),
             )
+
+    def _runner_read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """A read of the runner's: on the writer's connection (whose page cache its own
+        writes keep), or a reader's where the runner reads while it writes (`overlaps_io`)."""
+        if self.overlaps_io:
+            return self._query(sql, params)
+        with self.lock:
+            return self._execute(sql, params)
 
     def _write_rows(self, rows: ViewRows) -> None:
         """A batch's rows, in the batch's transaction."""
@@ -337,9 +344,8 @@ class SqliteViewStore(ViewStore):
 
     def read_notifications(self, after: int, limit: int) -> list[Notification]:
         # SQLite commits one writer at a time, and rowids are assigned under the write lock:
-        # a reader never sees a later id before an earlier one is committed. (A reader's
-        # connection: the runner reads a batch while it writes the one before.)
-        rows = self._query(
+        # a reader never sees a later id before an earlier one is committed.
+        rows = self._runner_read(
             "SELECT rowid, originator_id, originator_version, topic, state "
             "FROM stored_events WHERE rowid > ? ORDER BY rowid LIMIT ?",
             (after, limit),
