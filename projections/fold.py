@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from domain import rules
 from domain.base import Event
 from domain.errors import CorruptHistory
-from domain.models import PlanSnapshot, Policy
+from domain.models import PlanSnapshot, Policy, Step
 from domain.plan import Plan
 from domain.session import Session
 from projections.shapes import (
@@ -24,14 +24,13 @@ from projections.shapes import (
     PendingProposalView,
     PlanView,
     RejectionView,
-    Transition,
 )
 
 POLICY_OF_FORM = {"strict": "strict", "codex": "replace"}
+SESSION_EVENTS = (Session.SessionOpened, Session.CollaborationModeChanged)
 
 
-@dataclass(frozen=True)
-class HistoryRow:
+class HistoryRow(NamedTuple):  # a tuple: one per plan event, made cheaply
     """One history entry of a session; `notification_id` None until the store assigns it."""
 
     session_id: str
@@ -40,8 +39,7 @@ class HistoryRow:
     notification_id: int | None = None
 
 
-@dataclass(frozen=True)
-class SessionRow:
+class SessionRow(NamedTuple):
     session_id: str
     version: int
     mode: str
@@ -83,7 +81,7 @@ def fold_events(
     for event, notification_id in events:
         originator = str(event.originator_id)
         if originator.startswith("session:"):
-            if isinstance(event, Session.SessionOpened | Session.CollaborationModeChanged):
+            if isinstance(event, SESSION_EVENTS):
                 session_id = originator.removeprefix("session:")
                 earlier = changes.sessions.get(session_id)
                 opened = earlier.opened_at if earlier else event.timestamp
@@ -170,11 +168,11 @@ def apply_plan_event(
             expected_revision=event.expected_revision,
         )
         update: dict[str, Any] = {"pending_proposal": pending, "updated_at": at}
-        return view.model_copy(update=update), entry
+        return updated(view, update), entry
     if isinstance(event, Plan.PlanCommitted):
         pending = _require_pending(view, session_id, position, event.proposal_id)
         snapshot = event.snapshot
-        if pending.candidate is not snapshot and pending.candidate != snapshot:
+        if not same_snapshot(pending.candidate, snapshot):
             raise CorruptHistory(
                 session_id,
                 position,
@@ -211,17 +209,18 @@ def apply_plan_event(
             check_commit(
                 policy, view.revision, session_id, position, event.revision, before, snapshot
             )
-        transitions = [
-            Transition.model_validate({"step_id": step_id, "from": old, "to": new})
-            for step_id, old, new in rules.step_transitions(before, snapshot)
-        ]
-        entry = HistoryEntry(
-            position=position,
-            kind="committed",
-            proposal_id=event.proposal_id,
-            at=at,
-            revision=event.revision,
-            transitions=transitions,
+        entry = HistoryEntry.model_validate(  # transitions and all, in one validation
+            {
+                "position": position,
+                "kind": "committed",
+                "proposal_id": event.proposal_id,
+                "at": at,
+                "revision": event.revision,
+                "transitions": [
+                    {"step_id": step_id, "from": old, "to": new}
+                    for step_id, old, new in rules.step_transitions(before, snapshot)
+                ],
+            }
         )
         update = {
             "revision": event.revision,
@@ -232,7 +231,7 @@ def apply_plan_event(
             "pending_proposal": None,
             "updated_at": at,
         }
-        return view.model_copy(update=update), entry
+        return updated(view, update), entry
     if isinstance(event, Plan.PlanRejected):
         _require_pending(view, session_id, position, event.proposal_id)
         violations = list(event.violations)
@@ -255,7 +254,7 @@ def apply_plan_event(
             "last_rejection": RejectionView(proposal_id=event.proposal_id, violations=violations),
             "updated_at": at,
         }
-        return view.model_copy(update=update), entry
+        return updated(view, update), entry
     return view, None
 
 
@@ -287,6 +286,42 @@ def check_commit(
     if violations:
         first = violations[0]
         raise CorruptHistory(session_id, position, first.code, first.message)
+
+
+def updated(view: PlanView, update: dict[str, Any]) -> PlanView:
+    """`view.model_copy(update=update)` (no validation, as there), made in one step for a
+    plain view: pydantic's copy goes through `copy.copy` for each of its four parts."""
+    if type(view) is not PlanView or view.__pydantic_extra__ or view.__pydantic_private__:
+        return view.model_copy(update=update)
+    copied = _new(PlanView)
+    _set(copied, "__dict__", {**view.__dict__, **update})
+    _set(copied, "__pydantic_extra__", None)
+    _set(copied, "__pydantic_fields_set__", view.__pydantic_fields_set__ | update.keys())
+    _set(copied, "__pydantic_private__", None)
+    return copied
+
+
+_new, _set = object.__new__, object.__setattr__
+
+
+def same_snapshot(candidate: PlanSnapshot | None, snapshot: PlanSnapshot) -> bool:
+    """`candidate == snapshot`, field by field for the plain models a decode gives (frozen,
+    no extra fields, no private attributes: equal exactly when their fields are)."""
+    if candidate is snapshot:
+        return True
+    if type(candidate) is not PlanSnapshot or type(snapshot) is not PlanSnapshot:
+        return candidate == snapshot
+    if candidate.title != snapshot.title or candidate.goal_id != snapshot.goal_id:
+        return False
+    mine, theirs = candidate.steps, snapshot.steps
+    if len(mine) != len(theirs):
+        return False
+    for a, b in zip(mine, theirs, strict=True):
+        if type(a) is not Step or type(b) is not Step:
+            return mine == theirs
+        if a.id != b.id or a.title != b.title or a.status != b.status:
+            return False
+    return True
 
 
 def _require_pending(

@@ -6,7 +6,9 @@ or events written without views. One batch = the events read after the tracked p
 view rows, history rows and the new position commit together. A crash before that commit
 leaves the old position and views, so the batch is simply applied again; a crash after it
 leaves nothing to redo. A session whose history breaks a rule is marked corrupt (rule and
-position kept) and every other session goes on. The plan.json files are derived from the
+position kept) and every other session goes on. A batch is written on a thread of its own
+while the next is read and folded (onto the views the batch in flight leaves); batches still
+commit one at a time, in order, each with its position. The plan.json files are derived from the
 committed views and tracked separately (rewriting a file is idempotent).
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -22,9 +25,13 @@ from eventsourcing.utils import get_topic
 
 from domain.base import Event
 from domain.errors import CorruptHistory
+from domain.models import PlanSnapshot
 from domain.session import Session
+from projections.batch_writer import BatchWriter
+from projections.decode import bulk_mapper
 from projections.fold import ViewChanges, fold_events
 from projections.gc_pause import paused_gc
+from projections.read_ahead import read_ahead
 from projections.shapes import PlanView
 
 VIEWS = "views"  # tracking name of the database views (plan view + history)
@@ -39,6 +46,17 @@ class StaleBatch(Exception):
 
 
 @dataclass(frozen=True)
+class Batch:
+    """A batch folded: its view changes move the views from `position` to `reached`."""
+
+    position: int
+    reached: int
+    events: int
+    changes: ViewChanges
+    positions: dict[tuple[str, int], int]  # (aggregate id, version): store position
+
+
+@dataclass(frozen=True)
 class LoadedView:
     version: int
     view: PlanView
@@ -46,7 +64,13 @@ class LoadedView:
 
 
 class ViewStorage(Protocol):
-    """What the runner needs of the database that holds the views (see planledger.storage)."""
+    """What the runner needs of the database that holds the views (see planledger.storage).
+
+    When `overlaps_io` (the database works in another process), `read_notifications` and
+    `load_views` may be called while `write_batch` runs on another thread: the runner then
+    reads and writes batches on threads of their own while it folds."""
+
+    overlaps_io: bool
 
     def position(self, name: str) -> int: ...
     def read_notifications(self, after: int, limit: int) -> list[Notification]: ...
@@ -73,7 +97,7 @@ class ProjectionRunner:
         batch_size: int = 1000,
     ) -> None:
         self.store = store
-        self.mapper = mapper
+        self.mapper = bulk_mapper(mapper, shared=(PlanSnapshot,))  # decodes as `mapper` does
         self.batch_size = batch_size
         self.changed = threading.Condition()
         self.position = self.store.position(VIEWS)
@@ -89,23 +113,55 @@ class ProjectionRunner:
         # Start from where the views are: writers move the position too.
         position = self.store.position(VIEWS)
         while True:
-            batch = self.store.read_notifications(position, self.batch_size)
-            if not batch:
-                self._advance(position)
-                return position
             try:
-                with paused_gc():
-                    position = self._apply(position, batch)
+                position = self._batches_from(position, on_batch)
             except StaleBatch:  # another runner (or a writer) got there first
                 position = self.store.position(VIEWS)
                 continue
             self._advance(position)
+            return position
+
+    def _batches_from(self, position: int, on_batch: Callable[[int, int], None] | None) -> int:
+        """Batches after `position` until one is not full; each is written (on a thread of
+        its own) while the next is folded, and read (on another) while this one is, when the
+        database works in another process. Returns the position committed last."""
+        reached = position
+
+        def done(batch: Batch) -> None:
+            nonlocal reached
+            reached = batch.reached
+            self.corrupt.update(batch.changes.corrupt)
+            self._advance(reached)
             if on_batch:
-                on_batch(len(batch), position)
-            if len(batch) < self.batch_size:
-                return position
+                on_batch(batch.events, reached)
+
+        read = position
+        threaded = self.store.overlaps_io
+        batches = read_ahead(
+            self.store.read_notifications, read, self.batch_size, threaded=threaded
+        )
+        # closing: a read under way ends here, not whenever the generator is collected
+        with closing(batches), BatchWriter(self._write, done, threaded=threaded) as writer:
+            for notifications in batches:
+                with paused_gc():
+                    batch = self._fold(read, notifications, writer.in_flight)
+                writer.submit(batch, last=len(notifications) < self.batch_size)
+                read = batch.reached
+        return reached
 
     def _apply(self, position: int, batch: list[Notification]) -> int:
+        """Fold and write one batch read after `position` (StaleBatch if the views moved)."""
+        folded = self._fold(position, batch, None)
+        self._write(folded)
+        self.corrupt.update(folded.changes.corrupt)
+        return folded.reached
+
+    def _write(self, batch: Batch) -> None:
+        self.store.write_batch(batch.position, batch.reached, batch.changes, batch.positions)
+
+    def _fold(self, position: int, batch: list[Notification], in_flight: Batch | None) -> Batch:
+        """The view changes of `batch`, folded onto the stored views, or onto those of the
+        batch `in_flight` (not yet committed) for the sessions it changed."""
         touched = sorted(
             {
                 str(n.originator_id).removeprefix("plan:")
@@ -113,7 +169,10 @@ class ProjectionRunner:
                 if str(n.originator_id).startswith("plan:")
             }
         )
-        loaded = self.store.load_views(touched)
+        ahead = in_flight.changes if in_flight is not None else ViewChanges()
+        loaded = self.store.load_views(
+            [sid for sid in touched if sid not in ahead.views and sid not in ahead.corrupt]
+        )
         events: list[tuple[Event, int]] = []
         unreadable: dict[str, CorruptHistory] = {}
         positions: dict[tuple[str, int], int] = {}
@@ -139,14 +198,15 @@ class ProjectionRunner:
             if session_id in unreadable:
                 continue
             events.append((event, notification.id))
-        views = {sid: loaded[sid].view if sid in loaded else None for sid in touched}
+        views: dict[str, PlanView | None] = {
+            sid: loaded[sid].view if sid in loaded else None for sid in touched
+        }
+        views.update({sid: view for sid, (_, view) in ahead.views.items() if sid in views})
         corrupt = [sid for sid, view in loaded.items() if view.corrupt]
+        corrupt += [sid for sid in ahead.corrupt if sid in views]
         changes = fold_events(views, events, corrupt=[*corrupt, *unreadable])
         changes.corrupt.update(unreadable)
-        reached = batch[-1].id
-        self.store.write_batch(position, reached, changes, positions)
-        self.corrupt.update(changes.corrupt)
-        return reached
+        return Batch(position, batch[-1].id, len(batch), changes, positions)
 
     # -- waiting ------------------------------------------------------------------------------
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
 import psycopg
@@ -14,8 +13,34 @@ from eventsourcing.persistence import Notification
 from psycopg_pool import ConnectionPool
 
 from planledger.storage.settings import DatabaseSettings, postgres_conninfo
-from planledger.storage.view_rows import COPY_HISTORY, ViewRows, write_rows
+from planledger.storage.view_rows import COPY_HISTORY, ViewRows
 from planledger.storage.views import ViewStore, notifications_of
+
+# The statements of planledger.storage.view_rows, for rows sent as column arrays (binary: no
+# quoting of the JSON in an array literal).
+UPSERT_VIEWS = (
+    "INSERT INTO planledger_plan_views (session_id, version, position, revision, view) "
+    "SELECT * FROM unnest(%b::text[], %b::bigint[], %b::bigint[], %b::bigint[], %b::jsonb[]) "
+    "ON CONFLICT (session_id) DO UPDATE SET version = excluded.version, "
+    "position = excluded.position, revision = excluded.revision, view = excluded.view"
+)
+MARK_CORRUPT = (
+    "INSERT INTO planledger_plan_views (session_id, version, position, revision, view, "
+    "corrupt) SELECT s, v, p, 0, w, c FROM unnest(%b::text[], %b::bigint[], %b::bigint[], "
+    "%b::jsonb[], %b::jsonb[]) AS r(s, v, p, w, c) ON CONFLICT (session_id) DO UPDATE SET "
+    "corrupt = excluded.corrupt, position = excluded.position"
+)
+UPSERT_SESSIONS = (
+    "INSERT INTO planledger_sessions (session_id, version, mode, opened_at, updated_at) "
+    "SELECT * FROM unnest(%b::text[], %b::bigint[], %b::text[], %b::text[], %b::text[]) "
+    "ON CONFLICT (session_id) DO UPDATE SET version = excluded.version, mode = excluded.mode, "
+    "updated_at = excluded.updated_at WHERE planledger_sessions.version < excluded.version"
+)
+
+
+def columns(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    """Rows as one list per column (each row's session_id is its own: one per statement)."""
+    return [list(column) for column in zip(*rows, strict=True)]
 
 
 class PostgresViewStore(ViewStore):
@@ -48,13 +73,30 @@ class PostgresViewStore(ViewStore):
         return self._conn
 
     def _write_rows(self, rows: ViewRows) -> None:
-        # History rows are only ever inserted: COPY takes them several times cheaper than
-        # one INSERT each (a rebuild writes one per plan event).
-        write_rows(self._executemany, replace(rows, history=[]), self.placeholder)
-        if rows.history:
-            with self.conn.cursor() as cursor, cursor.copy(COPY_HISTORY) as copy:
-                for row in rows.history:
-                    copy.write_row(row)
+        # One statement per table, its rows sent as column arrays (one round trip, one plan,
+        # not one execution per row); history rows, only ever inserted, by COPY.
+        with self.conn.cursor() as cursor:
+            for statement, table in (
+                (UPSERT_VIEWS, rows.views),
+                (MARK_CORRUPT, rows.corrupt),
+            ):
+                if table:
+                    cursor.execute(statement, columns(table))
+            if rows.history:
+                with cursor.copy(COPY_HISTORY) as copy:
+                    for row in rows.history:
+                        copy.write_row(row)
+            if rows.sessions:
+                cursor.execute(UPSERT_SESSIONS, columns(rows.sessions))
+
+    def reset(self) -> None:
+        """Forget every view and position: TRUNCATE (in the same transaction as the position)
+        frees the tables at once, where DELETE would mark each row and index entry dead."""
+        with self.lock, self._write_transaction():
+            self._execute(
+                "TRUNCATE planledger_plan_history, planledger_plan_views, planledger_sessions"
+            )
+            self._execute("UPDATE planledger_tracking SET position = 0")
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         for attempt in (1, 2):  # a pooled connection may have died with its server: once more
@@ -83,16 +125,28 @@ class PostgresViewStore(ViewStore):
     def read_notifications(self, after: int, limit: int) -> list[Notification]:
         # SHARE mode waits for every transaction that is still inserting (they hold ROW
         # EXCLUSIVE or the library's EXCLUSIVE lock) and keeps new inserts out while we read:
-        # so no event with a lower notification id can commit after we have passed it.
-        with self.lock, self.conn.transaction():
-            self._execute(f"LOCK TABLE {self.events_table} IN SHARE MODE")
-            rows = self._execute(
-                "SELECT notification_id, originator_id, originator_version, topic, state "
-                f"FROM {self.events_table} WHERE notification_id > %s "
-                "ORDER BY notification_id LIMIT %s",
-                (after, limit),
-            )
-        return notifications_of(rows)
+        # so no event with a lower notification id can commit after we have passed it. On a
+        # reader's connection (the runner reads a batch while it writes the one before), in
+        # binary (the states arrive as they are stored, not hex-encoded).
+        for attempt in (1, 2):  # a pooled connection may have died with its server: once more
+            try:
+                with self.readers.connection() as conn, conn.transaction():
+                    conn.execute(f"LOCK TABLE {self.events_table} IN SHARE MODE")
+                    rows = (
+                        conn.cursor(binary=True)
+                        .execute(
+                            "SELECT notification_id, originator_id, originator_version, topic, "
+                            f"state FROM {self.events_table} WHERE notification_id > %s "
+                            "ORDER BY notification_id LIMIT %s",
+                            (after, limit),
+                        )
+                        .fetchall()
+                    )
+                return notifications_of(rows)
+            except (psycopg.OperationalError, psycopg.InterfaceError):
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
 
     def wait_for_events(self, timeout: float) -> bool:
         try:

@@ -147,6 +147,57 @@ def test_crash_then_restart_equals_rebuild(
     runner.close()
 
 
+def test_a_rebuild_killed_between_batches_is_finished_by_the_next_catch_up(
+    ledger: PlanLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches are written while the next is folded: a write that fails after others were
+    committed leaves the views at the last committed batch, never part of one, and a new
+    runner goes on from there (no history row twice)."""
+    expected = views_of(ledger, "s1", "s2")
+    history = {sid: ledger.views.history(sid) for sid in ("s1", "s2")}
+    runner = runner_for(ledger, batch_size=3)
+    store = runner.store
+    real_write = store.write_batch
+    written: list[int] = []
+
+    class Crash(Exception):
+        pass
+
+    def write_batch(expected_position: int, new_position: int, *args: Any) -> None:
+        if len(written) == 2:
+            raise Crash()
+        real_write(expected_position, new_position, *args)
+        written.append(new_position)
+
+    monkeypatch.setattr(store, "write_batch", write_batch)
+    reported: list[int] = []
+    with pytest.raises(Crash):
+        runner.rebuild(lambda events, position: reported.append(position))
+    assert store.position(VIEWS) == written[-1] == reported[-1]  # the last whole batch
+    assert runner.position == written[-1]
+    monkeypatch.undo()
+
+    restarted = runner_for(ledger, batch_size=2)
+    assert restarted.catch_up() == ledger.views.status()[1]
+    assert views_of(ledger, "s1", "s2") == expected
+    assert {sid: ledger.views.history(sid) for sid in ("s1", "s2")} == history
+    restarted.close()
+    runner.close()
+
+
+def test_a_rebuild_in_small_batches_equals_one_in_a_single_batch(ledger: PlanLedger) -> None:
+    """Sessions whose events span batches are folded onto the views of the batch in flight."""
+    expected = views_of(ledger, "s1", "s2")
+    for size in (1, 2, 5):
+        runner = runner_for(ledger, batch_size=size)
+        batches: list[int] = []
+        runner.rebuild(lambda events, position, seen=batches: seen.append(events))
+        assert sum(batches) == len(runner.store.read_notifications(0, 10_000))
+        assert len(batches) > 1
+        assert views_of(ledger, "s1", "s2") == expected
+        runner.close()
+
+
 def test_a_batch_delivered_twice_is_applied_once(ledger: PlanLedger) -> None:
     expected = views_of(ledger, "s1", "s2")
     ledger.views.reset()

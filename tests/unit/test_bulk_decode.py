@@ -1,0 +1,143 @@
+"""The runner's bulk decode gives exactly what the library's mapper gives: the same events from
+the ledger's own rows, and the same value or the same error for every odd document."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from eventsourcing.persistence import JSONTranscoder, Mapper, StoredEvent
+
+from domain.forms import parse_proposal
+from domain.ids import plan_aggregate_id, session_aggregate_id
+from domain.models import PlanSnapshot, Violation
+from domain.plan import Plan
+from domain.session import Mode, Session
+from planledger.storage.transcoding import PydanticTranscoding
+from projections.decode import BulkTranscoder, bulk_mapper
+
+
+def library_transcoder() -> JSONTranscoder:
+    from eventsourcing.persistence import DatetimeAsISO
+
+    transcoder = JSONTranscoder()
+    transcoder.register(DatetimeAsISO())
+    for model in (PlanSnapshot, Violation):
+        transcoder.register(PydanticTranscoding(model))
+    return transcoder
+
+
+def outcome(decode: Any, data: bytes) -> tuple[str, Any]:
+    try:
+        return "value", decode(data)
+    except Exception as error:  # compared: the same error, word for word
+        return "error", (type(error), str(error))
+
+
+def ledger_rows() -> list[StoredEvent]:
+    """Every kind of event the views fold, as the ledger stores them."""
+    session = Session.open(session_aggregate_id("s"), "s", Mode.WORK)
+    session.start_goal("g", "Ship it")
+    plan = Plan.create(plan_aggregate_id("s"), "s")
+    bodies: list[dict[str, Any]] = [
+        {"title": "T", "goal_id": "g", "steps": [{"id": "a", "title": "A", "status": "pending"}]},
+        {"title": "T", "steps": [{"id": "a", "title": 'Ä "q"\n', "status": "in_progress"}]},
+        {"title": "T", "steps": [{"id": "a", "title": "A", "status": "in_progress"}] * 2},
+    ]
+    for body in bodies:
+        plan.propose(uuid.uuid4().hex, parse_proposal(body), "f", "test")
+        plan.decide({"g"})
+    session.change_mode(Mode.PLAN)
+    mapper: Mapper[Any] = Mapper(transcoder=library_transcoder())
+    return [mapper.to_stored_event(e) for e in [*session.collect_events(), *plan.collect_events()]]
+
+
+def test_the_ledgers_events_decode_to_the_same_events() -> None:
+    library = Mapper[Any](transcoder=library_transcoder())
+    bulk = bulk_mapper(library)
+    assert isinstance(bulk.transcoder, BulkTranscoder)
+    rows = ledger_rows()
+    assert {row.topic.rsplit(".", 1)[1] for row in rows} >= {
+        "PlanCreated",
+        "PlanProposed",
+        "PlanCommitted",
+        "PlanRejected",
+        "SessionOpened",
+    }
+    for row in rows:
+        mine, theirs = bulk.to_domain_event(row), library.to_domain_event(row)
+        assert type(mine) is type(theirs)
+        assert vars(mine) == vars(theirs)
+
+
+def test_the_ledgers_events_take_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    library = library_transcoder()
+    bulk = BulkTranscoder(library)
+    monkeypatch.setattr(library, "decode", lambda data: pytest.fail(f"fell back on {data!r}"))
+    for row in ledger_rows():
+        bulk.decode(row.state)
+
+
+NOW = '{"_type_":"datetime_iso","_data_":"2025-01-02T03:04:05+00:00"}'
+SNAPSHOT = '{"_type_":"plan_snapshot","_data_":{"title":"T","steps":[]}}'
+ODD = [
+    "{" + f'"timestamp":{NOW},"snapshot":{SNAPSHOT}' + "}",
+    "{" + f'"timestamp":{NOW},"violations":[{{"_type_":"violation","_data_":{{"code":"c",'
+    '"message":"m"}}}},1,"x"]' + "}",
+    # transcoded values deeper than the ledger puts them: decoded by the library
+    "{" + f'"a":{{"b":{NOW}}},"c":[[{NOW}]]' + "}",
+    "{" + f'"a":{{"_type_":"plan_snapshot","_data_":{{"title":{NOW}}}}}' + "}",
+    # an escaped key that spells _type_, a value that reads "_type_", a third key
+    '{"a":{"\\u005ftype_":"datetime_iso","_data_":"2025-01-02T03:04:05"}}',
+    '{"a":"_type_","b":' + NOW + "}",
+    '{"a":{"_type_":"datetime_iso","_data_":"2025-01-02","x":1}}',
+    # errors: an unknown name, a bad model, a bad date, bad JSON, not an object
+    '{"a":{"_type_":"nope","_data_":1}}',
+    '{"a":{"_type_":"plan_snapshot","_data_":{"title":1}}}',
+    '{"a":{"_type_":"datetime_iso","_data_":"yesterday"}}',
+    '{"a":1,}',
+    '{"a":"\\ud800"}',
+    '{"a":"tab\there"}',
+    "[1, 2]",
+    NOW,
+    '{"a":NaN,"a":2,"b":1e400,"c":12345678901234567890123}',
+]
+
+
+@pytest.mark.parametrize("document", ODD)
+def test_odd_documents_decode_as_the_library_decodes_them(document: str) -> None:
+    library = library_transcoder()
+    data = document.encode()
+    assert outcome(BulkTranscoder(library).decode, data) == outcome(library.decode, data)
+
+
+def test_a_cipher_or_another_transcoder_keeps_the_libraries_mapper() -> None:
+    class Other(JSONTranscoder):
+        pass
+
+    mapper = Mapper[Any](transcoder=Other())
+    assert bulk_mapper(mapper) is mapper
+
+
+def test_timestamps_stay_the_librarys() -> None:
+    library = library_transcoder()
+    decoded = BulkTranscoder(library).decode(("{" + f'"timestamp":{NOW}' + "}").encode())
+    assert decoded["timestamp"] == datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert type(decoded["timestamp"].tzinfo) is type(
+        library.decode(("{" + f'"timestamp":{NOW}' + "}").encode())["timestamp"].tzinfo
+    )
+
+
+def test_notifications_read_are_the_librarys() -> None:
+    from eventsourcing.persistence import Notification
+
+    from planledger.storage.views import notifications_of
+
+    (made,) = notifications_of([(7, "plan:s", 3, "t", memoryview(b"{}"))])
+    expected = Notification(
+        id=7, originator_id="plan:s", originator_version=3, topic="t", state=b"{}"
+    )
+    assert made == expected and hash(made) == hash(expected) and repr(made) == repr(expected)
+    assert type(made.state) is bytes
