@@ -6,9 +6,7 @@ or events written without views. One batch = the events read after the tracked p
 view rows, history rows and the new position commit together. A crash before that commit
 leaves the old position and views, so the batch is simply applied again; a crash after it
 leaves nothing to redo. A session whose history breaks a rule is marked corrupt (rule and
-position kept) and every other session goes on. A batch is written on a thread of its own
-while the next is read and folded (onto the views the batch in flight leaves); batches still
-commit one at a time, in order, each with its position. The plan.json files are derived from the
+position kept) and every other session goes on. The plan.json files are derived from the
 committed views and tracked separately (rewriting a file is idempotent).
 """
 
@@ -16,7 +14,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from contextlib import closing
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -27,11 +24,9 @@ from domain.base import Event
 from domain.errors import CorruptHistory
 from domain.models import PlanSnapshot
 from domain.session import Session
-from projections.batch_writer import BatchWriter
 from projections.decode import bulk_mapper
 from projections.fold import ViewChanges, fold_events
 from projections.gc_pause import paused_gc
-from projections.read_ahead import read_ahead
 from projections.shapes import PlanView
 
 VIEWS = "views"  # tracking name of the database views (plan view + history)
@@ -64,13 +59,7 @@ class LoadedView:
 
 
 class ViewStorage(Protocol):
-    """What the runner needs of the database that holds the views (see planledger.storage).
-
-    When `overlaps_io` (the database works in another process), `read_notifications` and
-    `load_views` may be called while `write_batch` runs on another thread: the runner then
-    reads and writes batches on threads of their own while it folds."""
-
-    overlaps_io: bool
+    """What the runner needs of the database that holds the views (see planledger.storage)."""
 
     def position(self, name: str) -> int: ...
     def read_notifications(self, after: int, limit: int) -> list[Notification]: ...
@@ -113,55 +102,31 @@ class ProjectionRunner:
         # Start from where the views are: writers move the position too.
         position = self.store.position(VIEWS)
         while True:
+            batch = self.store.read_notifications(position, self.batch_size)
+            if not batch:
+                self._advance(position)
+                return position
             try:
-                position = self._batches_from(position, on_batch)
+                with paused_gc():
+                    position = self._apply(position, batch)
             except StaleBatch:  # another runner (or a writer) got there first
                 position = self.store.position(VIEWS)
                 continue
             self._advance(position)
-            return position
-
-    def _batches_from(self, position: int, on_batch: Callable[[int, int], None] | None) -> int:
-        """Batches after `position` until one is not full; each is written (on a thread of
-        its own) while the next is folded, and read (on another) while this one is, when the
-        database works in another process. Returns the position committed last."""
-        reached = position
-
-        def done(batch: Batch) -> None:
-            nonlocal reached
-            reached = batch.reached
-            self.corrupt.update(batch.changes.corrupt)
-            self._advance(reached)
             if on_batch:
-                on_batch(batch.events, reached)
-
-        read = position
-        threaded = self.store.overlaps_io
-        batches = read_ahead(
-            self.store.read_notifications, read, self.batch_size, threaded=threaded
-        )
-        # closing: a read under way ends here, not whenever the generator is collected
-        with closing(batches), BatchWriter(self._write, done, threaded=threaded) as writer:
-            for notifications in batches:
-                with paused_gc():
-                    batch = self._fold(read, notifications, writer.in_flight)
-                writer.submit(batch, last=len(notifications) < self.batch_size)
-                read = batch.reached
-        return reached
+                on_batch(len(batch), position)
+            if len(batch) < self.batch_size:
+                return position
 
     def _apply(self, position: int, batch: list[Notification]) -> int:
         """Fold and write one batch read after `position` (StaleBatch if the views moved)."""
-        folded = self._fold(position, batch, None)
-        self._write(folded)
+        folded = self._fold(position, batch)
+        self.store.write_batch(folded.position, folded.reached, folded.changes, folded.positions)
         self.corrupt.update(folded.changes.corrupt)
         return folded.reached
 
-    def _write(self, batch: Batch) -> None:
-        self.store.write_batch(batch.position, batch.reached, batch.changes, batch.positions)
-
-    def _fold(self, position: int, batch: list[Notification], in_flight: Batch | None) -> Batch:
-        """The view changes of `batch`, folded onto the stored views, or onto those of the
-        batch `in_flight` (not yet committed) for the sessions it changed."""
+    def _fold(self, position: int, batch: list[Notification]) -> Batch:
+        """The view changes of `batch`, folded onto the stored views."""
         touched = sorted(
             {
                 str(n.originator_id).removeprefix("plan:")
@@ -169,10 +134,7 @@ class ProjectionRunner:
                 if str(n.originator_id).startswith("plan:")
             }
         )
-        ahead = in_flight.changes if in_flight is not None else ViewChanges()
-        loaded = self.store.load_views(
-            [sid for sid in touched if sid not in ahead.views and sid not in ahead.corrupt]
-        )
+        loaded = self.store.load_views(touched)
         events: list[tuple[Event, int]] = []
         unreadable: dict[str, CorruptHistory] = {}
         positions: dict[tuple[str, int], int] = {}
@@ -201,9 +163,7 @@ class ProjectionRunner:
         views: dict[str, PlanView | None] = {
             sid: loaded[sid].view if sid in loaded else None for sid in touched
         }
-        views.update({sid: view for sid, (_, view) in ahead.views.items() if sid in views})
         corrupt = [sid for sid, view in loaded.items() if view.corrupt]
-        corrupt += [sid for sid in ahead.corrupt if sid in views]
         changes = fold_events(views, events, corrupt=[*corrupt, *unreadable])
         changes.corrupt.update(unreadable)
         return Batch(position, batch[-1].id, len(batch), changes, positions)

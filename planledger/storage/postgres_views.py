@@ -126,8 +126,8 @@ class PostgresViewStore(ViewStore):
         # SHARE mode waits for every transaction that is still inserting (they hold ROW
         # EXCLUSIVE or the library's EXCLUSIVE lock) and keeps new inserts out while we read:
         # so no event with a lower notification id can commit after we have passed it. On a
-        # reader's connection (the runner reads a batch while it writes the one before), in
-        # binary (the states arrive as they are stored, not hex-encoded).
+        # reader's connection, in binary (the states arrive as they are stored, not
+        # hex-encoded).
         for attempt in (1, 2):  # a pooled connection may have died with its server: once more
             try:
                 with self.readers.connection() as conn, conn.transaction():

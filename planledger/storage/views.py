@@ -33,7 +33,6 @@ class ViewStore(ABC):
     events_table = ""
     id_column = "notification_id"
     for_update = " FOR UPDATE"  # lock the tracking row for the batch's transaction
-    overlaps_io = True  # the database works in another process (see projections.runner)
 
     def __init__(self, database: DatabaseSettings) -> None:
         self.database = database
@@ -146,10 +145,8 @@ class ViewStore(ABC):
             )
 
     def _runner_read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        """A read of the runner's: on the writer's connection (whose page cache its own
-        writes keep), or a reader's where the runner reads while it writes (`overlaps_io`)."""
-        if self.overlaps_io:
-            return self._query(sql, params)
+        """A read of the runner's, on the writer's connection (whose page cache its own writes
+        keep)."""
         with self.lock:
             return self._execute(sql, params)
 
@@ -298,7 +295,6 @@ class SqliteViewStore(ViewStore):
     events_table = "stored_events"
     id_column = "rowid"
     for_update = ""  # BEGIN IMMEDIATE already holds the write lock
-    overlaps_io = False  # in this process, under the interpreter's lock for the most part
 
     def __init__(self, database: DatabaseSettings) -> None:
         super().__init__(database)
