@@ -116,7 +116,14 @@ def serve(
             "address can read and write plans; set PLANLEDGER_TOKEN",
             markup=False,
         )
-    uvicorn.run(application, host=host, port=port, log_level="warning", timeout_keep_alive=5)
+    uvicorn.run(
+        application,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,  # not shown at this level: its arguments need not be made per request
+        timeout_keep_alive=5,
+    )
 
 
 # -- verification and demo --------------------------------------------------------------------
