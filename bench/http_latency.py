@@ -33,7 +33,6 @@ p50 and p99, and ratios to raw_commit.
 from __future__ import annotations
 
 import contextlib
-import functools
 import http.client
 import json
 import os
@@ -213,7 +212,11 @@ def timed(call: Callable[[], Callable[[], None]], seconds: float) -> list[float]
 
 
 def variants(
-    service: PlanLedger, client: Http, raw: Callable[[], None], steps: int
+    service: PlanLedger,
+    client: Http,
+    httpx_client: httpx.Client,
+    raw: Callable[[], None],
+    steps: int,
 ) -> dict[str, tuple[str, Callable[[], Callable[[], None]]]]:
     """name: (side, a maker of one timed action)."""
     direct = Sessions("d", steps, lambda sid: service.open_session(sid))
@@ -270,14 +273,9 @@ def variants(
         "http_healthz": ("server", lambda: lambda: check(client.get("/healthz"))),
         "httpx_healthz": (
             "server",
-            lambda: lambda: check_httpx(other_client(client.port).get("/healthz")),
+            lambda: lambda: check_httpx(httpx_client.get("/healthz")),
         ),
     }
-
-
-@functools.cache
-def other_client(port: int) -> httpx.Client:
-    return httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30.0, trust_env=False)
 
 
 def check(response: tuple[int, bytes], wanted: int = 200) -> Any:
@@ -307,12 +305,15 @@ def main(argv: list[str] | None = None) -> None:
         common.fresh_store(args.database, "bench_http_s") as server_url,
         common.fresh_store(args.database, "bench_http_d") as direct_url,
         server(server_url, Path(folder)) as (client, process),
+        httpx.Client(
+            base_url=f"http://127.0.0.1:{client.port}", timeout=30.0, trust_env=False
+        ) as httpx_client,
     ):
         service = open_planledger(direct_url, home=Path(folder) / "direct")
         service.follow_files()  # as the server does: plan.json files off the request path
         raw = raw_commit(direct_url)
         try:
-            measured = variants(service, client, raw, args.steps)
+            measured = variants(service, client, httpx_client, raw, args.steps)
             names = list(measured)
             rounds = {name: [] for name in names}
             for r in range(args.rounds):

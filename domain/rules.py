@@ -94,7 +94,9 @@ def _check_steps(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
             and title.strip()
             and len(title) <= MAX_STEP_TITLE_CHARS
         ):
-            seen.add(sid)  # the common case: nothing to report, no message built
+            # The common case, nothing to report and no message built: this condition must
+            # admit only steps that pass every check below.
+            seen.add(sid)
             continue
         label = step_label(index)
         # A replace-policy id is derived from the text: a blank step's id names nothing the

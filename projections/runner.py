@@ -41,17 +41,6 @@ class StaleBatch(Exception):
 
 
 @dataclass(frozen=True)
-class Batch:
-    """A batch folded: its view changes move the views from `position` to `reached`."""
-
-    position: int
-    reached: int
-    events: int
-    changes: ViewChanges
-    positions: dict[tuple[str, int], int]  # (aggregate id, version): store position
-
-
-@dataclass(frozen=True)
 class LoadedView:
     version: int
     view: PlanView
@@ -119,14 +108,6 @@ class ProjectionRunner:
                 return position
 
     def _apply(self, position: int, batch: list[Notification]) -> int:
-        """Fold and write one batch read after `position` (StaleBatch if the views moved)."""
-        folded = self._fold(position, batch)
-        self.store.write_batch(folded.position, folded.reached, folded.changes, folded.positions)
-        self.corrupt.update(folded.changes.corrupt)
-        return folded.reached
-
-    def _fold(self, position: int, batch: list[Notification]) -> Batch:
-        """The view changes of `batch`, folded onto the stored views."""
         touched = sorted(
             {
                 str(n.originator_id).removeprefix("plan:")
@@ -166,7 +147,10 @@ class ProjectionRunner:
         corrupt = [sid for sid, view in loaded.items() if view.corrupt]
         changes = fold_events(views, events, corrupt=[*corrupt, *unreadable])
         changes.corrupt.update(unreadable)
-        return Batch(position, batch[-1].id, len(batch), changes, positions)
+        reached = batch[-1].id
+        self.store.write_batch(position, reached, changes, positions)
+        self.corrupt.update(changes.corrupt)
+        return reached
 
     # -- waiting ------------------------------------------------------------------------------
 

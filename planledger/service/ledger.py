@@ -125,23 +125,17 @@ class Ledger(Application[str]):
         # long plan, on the command's path); the aggregate just saved is that state already.
         if self.snapshots is None:
             return
-        due = {
-            event.originator_id
-            for event in processing_event.events
-            if event.originator_version % self._interval_of(processing_event, event) == 0
-        }
-        snapshots = [
-            Aggregate.Snapshot.take(aggregate)
-            for aggregate_id, aggregate in processing_event.aggregates.items()
-            if aggregate_id in due and isinstance(aggregate, Aggregate)
-        ]
+        snapshots = []
+        for aggregate_id, aggregate in processing_event.aggregates.items():
+            interval = self.snapshotting_intervals.get(type(aggregate))
+            due = interval is not None and any(
+                event.originator_id == aggregate_id and event.originator_version % interval == 0
+                for event in processing_event.events
+            )
+            if due and isinstance(aggregate, Aggregate):
+                snapshots.append(Aggregate.Snapshot.take(aggregate))
         if snapshots:
             self.snapshots.put(snapshots)
-
-    def _interval_of(self, processing_event: ProcessingEvent[str], event: Any) -> int:
-        aggregate = processing_event.aggregates.get(event.originator_id)
-        interval = self.snapshotting_intervals.get(type(aggregate)) if aggregate else None
-        return interval or 2**62
 
     def construct_env(self, name: str, env: EnvType | None = None) -> Environment:
         # Only our own setting counts: never os.environ, never silent in-memory storage.

@@ -109,11 +109,12 @@ class ViewStore(ABC):
         if not session_ids:
             return {}
         marks = ", ".join([self.placeholder] * len(session_ids))
-        rows = self._runner_read(
-            "SELECT session_id, version, view, corrupt FROM planledger_plan_views "
-            f"WHERE session_id IN ({marks})",
-            list(session_ids),
-        )
+        with self.lock:
+            rows = self._execute(
+                "SELECT session_id, version, view, corrupt FROM planledger_plan_views "
+                f"WHERE session_id IN ({marks})",
+                list(session_ids),
+            )
         return {
             row[0]: LoadedView(
                 int(row[1]), PlanView.model_validate(json_value(row[2])), row[3] is not None
@@ -143,12 +144,6 @@ class ViewStore(ABC):
                 f"UPDATE planledger_tracking SET position = {p} WHERE projection = {p}",
                 (new_position, VIEWS),
             )
-
-    def _runner_read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        """A read of the runner's, on the writer's connection (whose page cache its own writes
-        keep)."""
-        with self.lock:
-            return self._execute(sql, params)
 
     def _write_rows(self, rows: ViewRows) -> None:
         """A batch's rows, in the batch's transaction."""
@@ -341,11 +336,12 @@ class SqliteViewStore(ViewStore):
     def read_notifications(self, after: int, limit: int) -> list[Notification]:
         # SQLite commits one writer at a time, and rowids are assigned under the write lock:
         # a reader never sees a later id before an earlier one is committed.
-        rows = self._runner_read(
-            "SELECT rowid, originator_id, originator_version, topic, state "
-            "FROM stored_events WHERE rowid > ? ORDER BY rowid LIMIT ?",
-            (after, limit),
-        )
+        with self.lock:
+            rows = self._execute(
+                "SELECT rowid, originator_id, originator_version, topic, state "
+                "FROM stored_events WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                (after, limit),
+            )
         return notifications_of(rows)
 
     def wait_for_events(self, timeout: float) -> bool:
