@@ -23,6 +23,9 @@ commit NOTIFYs one channel per database, which would wake it).
   http_healthz   GET /healthz: the floor of one request through uvicorn and FastAPI.
   httpx_healthz  the same through an httpx.Client (keep-alive): the client library's share.
 
+Timed: from the call (an HTTP request's body already encoded) to its answer (an HTTP response's
+body read); checking the answer (status, revision) follows, untimed.
+
 POST workload: plans of `--steps` steps in the strict form with expected_revision; each call
 advances one session by one step (round-robin over 8 sessions; a finished session is replaced
 by a new one, opened untimed). GET workload: 16 sessions at revision 3. Variants run
@@ -119,7 +122,10 @@ class Http:
         return self._request("GET", path, None)
 
     def post(self, path: str, body: Any) -> tuple[int, bytes]:
-        return self._request("POST", path, json.dumps(body).encode())
+        return self.post_encoded(path, json.dumps(body).encode())
+
+    def post_encoded(self, path: str, data: bytes) -> tuple[int, bytes]:
+        return self._request("POST", path, data)
 
     def _request(self, method: str, path: str, data: bytes | None) -> tuple[int, bytes]:
         headers = {"Content-Type": "application/json"} if data is not None else {}
@@ -199,15 +205,21 @@ def raw_commit(url: str) -> Callable[[], None]:
     return insert_pg
 
 
-def timed(call: Callable[[], Callable[[], None]], seconds: float) -> list[float]:
-    """Latencies (s) of `call()`'s returned action, for about `seconds` (set-up untimed)."""
+Check = Callable[[], None]
+Action = Callable[[], Check]  # the timed call; it returns the untimed check of its answer
+
+
+def timed(call: Callable[[], Action], seconds: float) -> list[float]:
+    """Latencies (s) of `call()`'s returned action, for about `seconds` (set-up and the check
+    of each answer untimed)."""
     latencies: list[float] = []
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
         action = call()
         started = time.perf_counter()
-        action()
+        check_answer = action()
         latencies.append(time.perf_counter() - started)
+        check_answer()
     return latencies
 
 
@@ -217,7 +229,7 @@ def variants(
     httpx_client: httpx.Client,
     raw: Callable[[], None],
     steps: int,
-) -> dict[str, tuple[str, Callable[[], Callable[[], None]]]]:
+) -> dict[str, tuple[str, Callable[[], Action]]]:
     """name: (side, a maker of one timed action)."""
     direct = Sessions("d", steps, lambda sid: service.open_session(sid))
     direct_post = Sessions("dp", steps, lambda sid: service.open_session(sid))
@@ -236,45 +248,74 @@ def variants(
             check(client.post(f"/sessions/{session_id}/plan", plan_payload(steps, revision)))
     turn = iter(range(10**9))
 
-    def submit() -> Callable[[], None]:
+    def submit() -> Action:
         session_id, payload, revision = direct.next()
-        return lambda: expect(service.submit(session_id, payload).revision, revision)
 
-    def post_route() -> Callable[[], None]:
-        session_id, payload, revision = direct_post.next()
-
-        def act() -> None:
-            decision = service.submit(session_id, payload, client="http")
-            expect(decision.revision, revision)
-            expect(service.plan_after(session_id, decision).revision, revision)
+        def act() -> Check:
+            decision = service.submit(session_id, payload)
+            return lambda: expect(decision.revision, revision)
 
         return act
 
-    def http_post() -> Callable[[], None]:
+    def post_route() -> Action:
+        session_id, payload, revision = direct_post.next()
+
+        def act() -> Check:
+            decision = service.submit(session_id, payload, client="http")
+            view = service.plan_after(session_id, decision)
+            return lambda: (expect(decision.revision, revision), expect(view.revision, revision))
+
+        return act
+
+    def http_post() -> Action:
         session_id, payload, revision = over_http.next()
-        path = f"/sessions/{session_id}/plan"
-        return lambda: expect(check(client.post(path, payload))["revision"], revision)
+        path, data = f"/sessions/{session_id}/plan", json.dumps(payload).encode()
 
-    def direct_get() -> Callable[[], None]:
+        def act() -> Check:
+            response = client.post_encoded(path, data)
+            return lambda: expect(check(response)["revision"], revision)
+
+        return act
+
+    def direct_get() -> Action:
         session_id = direct_reads[next(turn) % GET_SESSIONS]
-        return lambda: expect(service.plan(session_id).revision, 3)
 
-    def http_get() -> Callable[[], None]:
+        def act() -> Check:
+            view = service.plan(session_id)
+            return lambda: expect(view.revision, 3)
+
+        return act
+
+    def http_get() -> Action:
         path = f"/sessions/{http_reads[next(turn) % GET_SESSIONS]}/plan"
-        return lambda: expect(check(client.get(path))["revision"], 3)
+
+        def act() -> Check:
+            response = client.get(path)
+            return lambda: expect(check(response)["revision"], 3)
+
+        return act
+
+    def healthz() -> Check:
+        response = client.get("/healthz")
+        return lambda: check(response)
+
+    def httpx_healthz() -> Check:
+        response = httpx_client.get("/healthz")
+        return lambda: check_httpx(response)
+
+    def raw_insert() -> Check:
+        raw()
+        return lambda: None
 
     return {
-        "raw_commit": ("direct", lambda: raw),
+        "raw_commit": ("direct", lambda: raw_insert),
         "direct_submit": ("direct", submit),
         "direct_post": ("direct", post_route),
         "http_post": ("server", http_post),
         "direct_get": ("direct", direct_get),
         "http_get": ("server", http_get),
-        "http_healthz": ("server", lambda: lambda: check(client.get("/healthz"))),
-        "httpx_healthz": (
-            "server",
-            lambda: lambda: check_httpx(httpx_client.get("/healthz")),
-        ),
+        "http_healthz": ("server", lambda: healthz),
+        "httpx_healthz": ("server", lambda: httpx_healthz),
     }
 
 

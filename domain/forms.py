@@ -286,8 +286,9 @@ def _text(
 ) -> str:
     """The trimmed string under `key` ("" when missing), bounded for storage by `limit`."""
     value = item.get(key)
-    if type(value) is str:  # the common case first
-        return bounded(value.strip(), limit)
+    if type(value) is str:  # the common case first, `bounded` inlined
+        text = value.strip()
+        return text if len(text) <= 2 * limit else bounded(text, limit)
     if value is None:
         return ""
     if isinstance(value, str):
@@ -326,7 +327,7 @@ def _step_items(
         problems.append(too_many_steps(len(raw), checked=MAX_STEPS))
     items = []
     for index, item in enumerate(raw[:MAX_STEPS]):
-        if not isinstance(item, Mapping):
+        if type(item) is not dict and not isinstance(item, Mapping):
             problems.append(
                 Violation(
                     code="invalid_field",
@@ -345,6 +346,13 @@ def _step_items(
 def _status(item: Mapping[str, Any]) -> str:
     """The trimmed status ("" when missing, which the rules report as `missing_field`)."""
     value = item.get("status")
+    if type(value) is str:  # the common case first, `bounded` inlined
+        text = value.strip()
+        return (
+            text
+            if len(text) <= 2 * limits.MAX_STATUS_CHARS
+            else bounded(text, limits.MAX_STATUS_CHARS)
+        )
     text = value.strip() if isinstance(value, str) else ("" if value is None else str(value))
     return bounded(text, limits.MAX_STATUS_CHARS)
 

@@ -46,7 +46,7 @@ def check_payload(payload: object) -> None:
                         f"the proposal nests objects or lists more than {MAX_DEPTH} deep; "
                         "a plan needs 3 (proposal, steps, step)"
                     )
-                if isinstance(value, Mapping):
+                if kind is dict or (kind is not list and isinstance(value, Mapping)):
                     for key in value:
                         if type(key) is not str and not isinstance(key, str):
                             raise InvalidPayload("every field name of a proposal must be a string")

@@ -97,8 +97,13 @@ class BulkTranscoder(Transcoder):
 
 def bulk_mapper(mapper: Mapper[Any], shared: Collection[type] = ()) -> Mapper[Any]:
     """A mapper that decodes as `mapper` does, with a `BulkTranscoder` (`mapper` itself when it
-    has a cipher, a compressor or another transcoder)."""
+    has a cipher, a compressor or a transcoder that decodes its own way)."""
     transcoder = mapper.transcoder
-    if mapper.cipher or mapper.compressor or type(transcoder) is not JSONTranscoder:
+    if mapper.cipher or mapper.compressor or not isinstance(transcoder, JSONTranscoder):
+        return mapper
+    if any(  # a subclass may encode its own way, no more
+        getattr(type(transcoder), name) is not getattr(JSONTranscoder, name)
+        for name in ("decode", "_decode_obj")
+    ):
         return mapper
     return Mapper(transcoder=BulkTranscoder(transcoder, shared))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
-from eventsourcing.persistence import IntegrityError, JSONTranscoder, Mapper
+from eventsourcing.persistence import IntegrityError, JSONTranscoder, Mapper, Transcoder
 from eventsourcing.utils import Environment, EnvType, get_topic
 
 from domain.base import Aggregate
@@ -43,7 +43,7 @@ from planledger.storage.errors import heals
 from planledger.storage.recorder import InlineViews
 from planledger.storage.schema import ensure_schema, schema_is_current
 from planledger.storage.settings import DatabaseSettings, database_settings
-from planledger.storage.transcoding import PydanticTranscoding
+from planledger.storage.transcoding import EventTranscoder, PydanticTranscoding
 from projections.fold import ViewChanges, fold_events
 from projections.plan_view import plan_view
 from projections.shapes import PlanView
@@ -142,6 +142,11 @@ class Ledger(Application[str]):
         values = dict(env or {})
         values["IS_SNAPSHOTTING_ENABLED"] = "y"
         return Environment(name, values)
+
+    def construct_transcoder(self) -> Transcoder:
+        transcoder = EventTranscoder()
+        self.register_transcodings(transcoder)
+        return transcoder
 
     def register_transcodings(self, transcoder: JSONTranscoder) -> None:
         super().register_transcodings(transcoder)

@@ -15,7 +15,7 @@ from domain.ids import plan_aggregate_id, session_aggregate_id
 from domain.models import PlanSnapshot, Violation
 from domain.plan import Plan
 from domain.session import Mode, Session
-from planledger.storage.transcoding import PydanticTranscoding
+from planledger.storage.transcoding import EventTranscoder, PydanticTranscoding
 from projections.decode import BulkTranscoder, bulk_mapper
 
 
@@ -113,12 +113,19 @@ def test_odd_documents_decode_as_the_library_decodes_them(document: str) -> None
     assert outcome(BulkTranscoder(library).decode, data) == outcome(library.decode, data)
 
 
-def test_a_cipher_or_another_transcoder_keeps_the_libraries_mapper() -> None:
+def test_a_cipher_or_another_decoding_keeps_the_libraries_mapper() -> None:
     class Other(JSONTranscoder):
-        pass
+        def _decode_obj(self, d: dict[str, Any]) -> Any:
+            return d
 
     mapper = Mapper[Any](transcoder=Other())
     assert bulk_mapper(mapper) is mapper
+
+
+def test_the_ledgers_own_encoder_decodes_in_bulk() -> None:
+    """EventTranscoder only encodes its own way; its documents are the library's."""
+    transcoder = EventTranscoder()
+    assert isinstance(bulk_mapper(Mapper[Any](transcoder=transcoder)).transcoder, BulkTranscoder)
 
 
 def test_timestamps_stay_the_librarys() -> None:
