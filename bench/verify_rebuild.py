@@ -116,8 +116,9 @@ def bare_decode(service: PlanLedger) -> int:
     return count
 
 
-def verify(service: PlanLedger, workers: int) -> int:
-    service.ledger.verify_workers = workers
+def verify(service: PlanLedger, workers: int | None) -> int:
+    if workers is not None:
+        service.ledger.verify_workers = workers
     report = service.ledger.verify()
     assert report.ok, report.problems[:3]
     return report.sessions_checked
@@ -149,8 +150,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--workers",
         type=int,
-        default=1,
-        help="verify processes (the ledger's default: 1; more are used from 50k events on)",
+        default=None,
+        help="verify processes (default: the ledger's, one per core up to 4; more than one "
+        "only from 50k events on)",
     )
     args = common.parse(p, argv)
     with common.fresh_store(args.database, "bench_vr") as url:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import threading
 import time
@@ -52,6 +53,7 @@ MAX_ATTEMPTS = 100
 MAX_OBJECTIVE_CHARS = 2000
 FEW_SESSIONS = 20  # named sessions verified stream by stream; more, in one pass over the store
 WRITE_CACHE_SIZE = 1000  # plans kept by a long-running process (server) between commands
+MAX_VERIFY_WORKERS = 4  # processes of a whole-store verify, at most (one per core below that)
 A = TypeVar("A", bound=Aggregate)
 
 
@@ -111,9 +113,10 @@ class Ledger(Application[str]):
         self._write_cache: dict[str, tuple[Plan, PlanView]] = {}
         self._write_cache_lock = threading.Lock()
         self.views_behind = threading.Event()  # set when a save could not store its views
-        # Processes of a whole-store verify. Measured on the shared 2-core machine, a second one
-        # cost more (its start-up) than it saved: one by default (bench/verify_rebuild.py).
-        self.verify_workers = 1
+        # Processes of a whole-store verify, used from PARALLEL_MIN_EVENTS events on. On the
+        # 2-core machine, 260k events: 38.9k events/s with one, 48-51k with two (SQLite,
+        # PostgreSQL; bench/verify_rebuild.py --sessions 20000 --workers N).
+        self.verify_workers = min(os.cpu_count() or 1, MAX_VERIFY_WORKERS)
         current = schema_is_current(settings)  # fails at once, naming why, when unreachable
         super().__init__(env=settings.env)
         if not current:
