@@ -13,9 +13,9 @@ committed views and tracked separately (rewriting a file is idempotent).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
 
 from eventsourcing.persistence import Mapper, Notification
 from eventsourcing.utils import get_topic
@@ -26,10 +26,19 @@ from domain.models import PlanSnapshot
 from domain.session import Session
 from projections.decode import bulk_mapper
 from projections.fold import ViewChanges, fold_events
+from projections.forked import ForkedWorkers, WorkerFailed, can_fork, cores
 from projections.gc_pause import paused_gc
 from projections.shapes import PlanView
 
 VIEWS = "views"  # tracking name of the database views (plan view + history)
+# A rebuild of at least this many events spreads its decoding and folding over one forked
+# worker process per core (at most MAX_WORKERS), in batches of FORKED_BATCH events; below it,
+# forking costs more than it saves. A worker holds the views of its sessions: past
+# MAX_WORKER_SESSIONS of them, the rebuild goes on in this process (memory stays bounded).
+PARALLEL_MIN_EVENTS = 20_000
+FORKED_BATCH = 2_000
+MAX_WORKERS = 4
+MAX_WORKER_SESSIONS = 50_000
 # The only events of a session's stream the views fold (see projections.fold.fold_events).
 SESSION_TOPICS = frozenset(
     get_topic(event) for event in (Session.SessionOpened, Session.CollaborationModeChanged)
@@ -60,9 +69,46 @@ class ViewStorage(Protocol):
         changes: ViewChanges,
         positions: dict[tuple[str, int], int],
     ) -> None: ...
+    def batch_rows(self, changes: ViewChanges, positions: dict[tuple[str, int], int]) -> Any:
+        """A batch's changes as the rows `write_batch_rows` writes (no I/O)."""
+
+    def write_batch_rows(
+        self, expected_position: int, new_position: int, parts: Sequence[Any]
+    ) -> None: ...
+    def max_notification_id(self) -> int: ...
     def wait_for_events(self, timeout: float) -> bool: ...
     def reset(self) -> None: ...
     def close(self) -> None: ...
+
+
+class EventRow(NamedTuple):
+    """A stored event as a worker gets it: what the mapper and the fold read of a
+    Notification, made at a fraction of its cost."""
+
+    id: int
+    originator_id: str
+    originator_version: int
+    topic: str
+    state: bytes
+
+
+@dataclass
+class FoldState:
+    """What a fold worker keeps between batches: the views of its sessions, and which of
+    them broke a rule."""
+
+    views: dict[str, PlanView] = field(default_factory=dict)
+    broken: set[str] = field(default_factory=set)
+
+
+@dataclass
+class FoldedPart:
+    """A worker's share of a batch: its rows, the sessions found corrupt, and whether it now
+    holds too many views to go on."""
+
+    rows: Any
+    corrupt: list[tuple[str, int, str, str]]  # session_id, position, rule, detail
+    full: bool
 
 
 class ProjectionRunner:
@@ -73,10 +119,13 @@ class ProjectionRunner:
         store: ViewStorage,
         mapper: Mapper[Any],
         batch_size: int = 1000,
+        workers: int | None = None,
     ) -> None:
         self.store = store
         self.mapper = bulk_mapper(mapper, shared=(PlanSnapshot,))  # decodes as `mapper` does
         self.batch_size = batch_size
+        # Fold processes of a large rebuild (default: one per core, at most MAX_WORKERS).
+        self.workers = min(cores(), MAX_WORKERS) if workers is None else workers
         self.changed = threading.Condition()
         self.position = self.store.position(VIEWS)
         self.corrupt: dict[str, CorruptHistory] = {}  # found by this runner, for reports
@@ -116,6 +165,24 @@ class ProjectionRunner:
             }
         )
         loaded = self.store.load_views(touched)
+        views: dict[str, PlanView | None] = {
+            sid: loaded[sid].view if sid in loaded else None for sid in touched
+        }
+        corrupt = [sid for sid, view in loaded.items() if view.corrupt]
+        changes, positions = self._fold(batch, views, corrupt)
+        reached = batch[-1].id
+        self.store.write_batch(position, reached, changes, positions)
+        self.corrupt.update(changes.corrupt)
+        return reached
+
+    def _fold(
+        self,
+        batch: Sequence[Notification] | Sequence[EventRow],
+        views: Mapping[str, PlanView | None],
+        corrupt: Sequence[str],
+    ) -> tuple[ViewChanges, dict[tuple[str, int], int]]:
+        """The batch decoded and folded onto `views` (the touched sessions' views before it;
+        `corrupt`: those already broken), and the store position of each event."""
         events: list[tuple[Event, int]] = []
         unreadable: dict[str, CorruptHistory] = {}
         positions: dict[tuple[str, int], int] = {}
@@ -125,7 +192,8 @@ class ProjectionRunner:
             if originator.startswith("session:") and notification.topic not in SESSION_TOPICS:
                 continue  # goal events: the views take nothing from them, so none is decoded
             try:
-                event = self.mapper.to_domain_event(notification)
+                # An EventRow has every attribute the mapper reads of a StoredEvent.
+                event = self.mapper.to_domain_event(notification)  # type: ignore[arg-type]
             except Exception as error:  # an edited row that no longer decodes
                 session_id = originator.partition(":")[2]
                 if originator.startswith("plan:") and session_id not in unreadable:
@@ -141,16 +209,86 @@ class ProjectionRunner:
             if session_id in unreadable:
                 continue
             events.append((event, notification.id))
-        views: dict[str, PlanView | None] = {
-            sid: loaded[sid].view if sid in loaded else None for sid in touched
-        }
-        corrupt = [sid for sid, view in loaded.items() if view.corrupt]
-        changes = fold_events(views, events, corrupt=[*corrupt, *unreadable])
-        changes.corrupt.update(unreadable)
-        reached = batch[-1].id
-        self.store.write_batch(position, reached, changes, positions)
-        self.corrupt.update(changes.corrupt)
-        return reached
+        # A session's events before its unreadable one are folded (its view is the last good
+        # one, whatever the batches), unless a rule broke earlier still.
+        changes = fold_events(views, events, corrupt=corrupt)
+        for session_id, error in unreadable.items():
+            changes.corrupt.setdefault(session_id, error)
+        return changes, positions
+
+    # -- a rebuild spread over worker processes ----------------------------------------------
+
+    def _rebuild_forked(self, on_batch: Callable[[int, int], None] | None) -> None:
+        """Apply the events from position 0, each batch's decoding, folding and rows made by
+        forked workers (each for its own sessions) while this process writes the batch before
+        and reads the batch after. Every batch still commits with its position, so this stops
+        at any batch and `catch_up` goes on from there: when another runner moved the
+        position, a worker failed, or a worker holds MAX_WORKER_SESSIONS views."""
+        count = self.workers
+        workers = ForkedWorkers(count, FoldState, self._fold_part)
+        try:
+            position = 0
+            batch = self.store.read_notifications(position, FORKED_BATCH)
+            if not batch:
+                return
+            workers.send(self._split(batch, count))
+            upcoming = self._after(batch)
+            while True:
+                answers: list[FoldedPart] = workers.receive()
+                full = any(answer.full for answer in answers)
+                if upcoming and not full:
+                    workers.send(self._split(upcoming, count))  # folded while we write
+                reached = batch[-1].id
+                self.store.write_batch_rows(position, reached, [a.rows for a in answers])
+                for answer in answers:
+                    for session_id, at, rule, detail in answer.corrupt:
+                        self.corrupt[session_id] = CorruptHistory(session_id, at, rule, detail)
+                position = reached
+                self._advance(position)
+                if on_batch:
+                    on_batch(len(batch), position)
+                if not upcoming or full:
+                    return
+                batch = upcoming
+                upcoming = self._after(batch)  # read while the workers fold
+        except (StaleBatch, WorkerFailed):
+            return  # the views stored are those of the last batch written: catch_up goes on
+        finally:
+            workers.close()
+
+    def _after(self, batch: list[Notification]) -> list[Notification]:
+        if len(batch) < FORKED_BATCH:
+            return []  # the end of the store when it was read; catch_up takes any newer
+        return self.store.read_notifications(batch[-1].id, FORKED_BATCH)
+
+    @staticmethod
+    def _split(batch: list[Notification], count: int) -> list[list[tuple[Any, ...]]]:
+        """The batch's events each worker folds (by session), as plain tuples."""
+        parts: list[list[tuple[Any, ...]]] = [[] for _ in range(count)]
+        for n in batch:
+            originator = str(n.originator_id)
+            if originator.startswith("session:") and n.topic not in SESSION_TOPICS:
+                continue  # nothing for the views (its position is needed by no row)
+            part = parts[hash(originator.partition(":")[2]) % count]
+            part.append((n.id, originator, n.originator_version, n.topic, n.state))
+        return parts
+
+    def _fold_part(self, state: FoldState, part: list[tuple[Any, ...]]) -> FoldedPart:
+        """In a worker: its share of a batch folded onto the views it holds."""
+        batch = list(map(EventRow._make, part))
+        touched = {o.removeprefix("plan:") for _, o, *_ in part if o.startswith("plan:")}
+        views = {sid: state.views.get(sid) for sid in touched}
+        with paused_gc():
+            changes, positions = self._fold(batch, views, sorted(touched & state.broken))
+        for session_id, (_, view) in changes.views.items():
+            state.views[session_id] = view
+        state.broken.update(changes.corrupt)
+        corrupt = [
+            (sid, error.position, error.rule, error.detail)
+            for sid, error in changes.corrupt.items()
+        ]
+        rows = self.store.batch_rows(changes, positions)
+        return FoldedPart(rows, corrupt, len(state.views) > MAX_WORKER_SESSIONS)
 
     # -- waiting ------------------------------------------------------------------------------
 
@@ -174,11 +312,18 @@ class ProjectionRunner:
             self.store.wait_for_events(idle_timeout)
 
     def rebuild(self, on_batch: Callable[[int, int], None] | None = None) -> int:
-        """Drop every view and position, then apply all events again."""
+        """Drop every view and position, then apply all events again (a large store's with
+        worker processes, see PARALLEL_MIN_EVENTS)."""
         self.store.reset()
         self.corrupt.clear()
         with self.changed:
             self.position = 0
+        if (
+            self.workers > 1
+            and can_fork()
+            and self.store.max_notification_id() >= PARALLEL_MIN_EVENTS
+        ):
+            self._rebuild_forked(on_batch)
         return self.catch_up(on_batch)
 
     def close(self) -> None:

@@ -24,6 +24,17 @@ class ViewRows:
     history: list[Row] = field(default_factory=list)
     sessions: list[Row] = field(default_factory=list)
 
+    @classmethod
+    def joined(cls, parts: Sequence[ViewRows]) -> ViewRows:
+        """The rows of every part (each about sessions of its own)."""
+        rows = cls()
+        for part in parts:
+            rows.views += part.views
+            rows.corrupt += part.corrupt
+            rows.history += part.history
+            rows.sessions += part.sessions
+        return rows
+
 
 def rows_of(changes: ViewChanges, store_position: Callable[[str, int], int | None]) -> ViewRows:
     """`store_position(aggregate_id, version)` names the store position of an event."""

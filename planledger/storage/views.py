@@ -133,8 +133,20 @@ class ViewStore(ABC):
 
         StaleBatch if the tracking position is no longer `expected_position`.
         """
+        self.write_batch_rows(
+            expected_position, new_position, [self.batch_rows(changes, positions)]
+        )
+
+    def batch_rows(self, changes: ViewChanges, positions: dict[tuple[str, int], int]) -> ViewRows:
+        """A batch's changes as table rows (no I/O: a worker process may make them)."""
+        return rows_of(changes, lambda aggregate, version: positions.get((aggregate, version)))
+
+    def write_batch_rows(
+        self, expected_position: int, new_position: int, parts: Sequence[ViewRows]
+    ) -> None:
+        """`write_batch` of rows already made (parts of one batch, about distinct sessions)."""
         p = self.placeholder
-        rows = rows_of(changes, lambda aggregate, version: positions.get((aggregate, version)))
+        rows = parts[0] if len(parts) == 1 else ViewRows.joined(parts)
         with self.lock, self._write_transaction():
             current = self._locked_position(VIEWS)
             if current != expected_position:
