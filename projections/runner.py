@@ -212,8 +212,8 @@ class ProjectionRunner:
         # A session's events before its unreadable one are folded (its view is the last good
         # one, whatever the batches), unless a rule broke earlier still.
         changes = fold_events(views, events, corrupt=corrupt)
-        for session_id, error in unreadable.items():
-            changes.corrupt.setdefault(session_id, error)
+        for session_id, unread in unreadable.items():
+            changes.corrupt.setdefault(session_id, unread)
         return changes, positions
 
     # -- a rebuild spread over worker processes ----------------------------------------------
