@@ -9,6 +9,7 @@ locks held by other threads): the function it runs is pure work on its messages.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import os
@@ -17,6 +18,9 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 STOP_WAIT = 1.0  # seconds an idle worker is given to end before it is terminated
+# Workers yield the CPU to their parent: it reads and writes for all of them, so a batch that
+# waits for it waits for every worker (on 2 cores, 3 processes would share them evenly).
+WORKER_NICENESS = 10
 
 
 class WorkerFailed(Exception):
@@ -102,7 +106,12 @@ def _serve(
 ) -> None:
     for end in parents:  # the parent's ends, copied by the fork
         end.close()
-    gc.freeze()  # the parent's objects: never scanned here, so never copied by the collector
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICENESS)
+    # The parent's objects are never scanned here (so never copied by the collector), nor is
+    # what a worker keeps (its messages and answers hold no cycles): no collection at all.
+    gc.freeze()
+    gc.disable()
     state = make_state()
     while True:
         try:

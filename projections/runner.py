@@ -61,6 +61,9 @@ class ViewStorage(Protocol):
 
     def position(self, name: str) -> int: ...
     def read_notifications(self, after: int, limit: int) -> list[Notification]: ...
+    def read_event_rows(self, after: int, limit: int) -> list[tuple[Any, ...]]:
+        """(id, originator_id, originator_version, topic, state) of the events after `after`."""
+
     def load_views(self, session_ids: Sequence[str]) -> dict[str, LoadedView]: ...
     def write_batch(
         self,
@@ -219,63 +222,82 @@ class ProjectionRunner:
     # -- a rebuild spread over worker processes ----------------------------------------------
 
     def _rebuild_forked(self, on_batch: Callable[[int, int], None] | None) -> None:
-        """Apply the events from position 0, each batch's decoding, folding and rows made by
-        forked workers (each for its own sessions) while this process writes the batch before
-        and reads the batch after. Every batch still commits with its position, so this stops
-        at any batch and `catch_up` goes on from there: when another runner moved the
-        position, a worker failed, or a worker holds MAX_WORKER_SESSIONS views."""
+        """Reset the views, then apply the events from position 0, each batch's decoding,
+        folding and rows made by forked workers (each for its own sessions) while this
+        process writes the batch before and reads the batch after (and resets the views while
+        they fold the first). Every batch still commits with its position, so this stops at
+        any batch and `catch_up` goes on from there: when another runner moved the position,
+        a worker failed, or a worker holds MAX_WORKER_SESSIONS views."""
         count = self.workers
         workers = ForkedWorkers(count, FoldState, self._fold_part)
+        reset = False
         try:
-            position = 0
-            batch = self.store.read_notifications(position, FORKED_BATCH)
-            if not batch:
-                return
-            workers.send(self._split(batch, count))
-            upcoming = self._after(batch)
-            while True:
-                answers: list[FoldedPart] = workers.receive()
-                full = any(answer.full for answer in answers)
-                if upcoming and not full:
-                    workers.send(self._split(upcoming, count))  # folded while we write
-                reached = batch[-1].id
-                self.store.write_batch_rows(position, reached, [a.rows for a in answers])
-                for answer in answers:
-                    for session_id, at, rule, detail in answer.corrupt:
-                        self.corrupt[session_id] = CorruptHistory(session_id, at, rule, detail)
-                position = reached
-                self._advance(position)
-                if on_batch:
-                    on_batch(len(batch), position)
-                if not upcoming or full:
-                    return
-                batch = upcoming
-                upcoming = self._after(batch)  # read while the workers fold
+            # The rows of a batch hold no cycles: the collector would only re-scan this
+            # process's heap (a large one after building a store) between batches.
+            with paused_gc():
+                batch = self.store.read_event_rows(0, FORKED_BATCH)
+                if batch:
+                    workers.send(self._split(batch, count))
+                self.store.reset()
+                reset = True
+                position = 0
+                upcoming = self._after(batch)
+                while batch:
+                    answers: list[FoldedPart] = workers.receive()
+                    full = any(answer.full for answer in answers)
+                    if upcoming and not full:
+                        workers.send(self._split(upcoming, count))  # folded while we write
+                    position = self._write_folded(position, batch, answers, on_batch)
+                    if full:
+                        return
+                    batch = upcoming
+                    upcoming = self._after(batch)  # read while the workers fold
         except (StaleBatch, WorkerFailed):
-            return  # the views stored are those of the last batch written: catch_up goes on
+            pass  # the views stored are those of the last batch written: catch_up goes on
         finally:
             workers.close()
+            if not reset:
+                self.store.reset()
 
-    def _after(self, batch: list[Notification]) -> list[Notification]:
+    def _write_folded(
+        self,
+        position: int,
+        batch: list[tuple[Any, ...]],
+        answers: list[FoldedPart],
+        on_batch: Callable[[int, int], None] | None,
+    ) -> int:
+        """Write a batch the workers folded (it expects the views at `position`)."""
+        reached: int = batch[-1][0]
+        self.store.write_batch_rows(position, reached, [answer.rows for answer in answers])
+        for answer in answers:
+            for sid, at, rule, detail in answer.corrupt:
+                self.corrupt[sid] = CorruptHistory(sid, at, rule, detail)
+        self._advance(reached)
+        if on_batch:
+            on_batch(len(batch), reached)
+        return reached
+
+    def _after(self, batch: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         if len(batch) < FORKED_BATCH:
             return []  # the end of the store when it was read; catch_up takes any newer
-        return self.store.read_notifications(batch[-1].id, FORKED_BATCH)
+        return self.store.read_event_rows(batch[-1][0], FORKED_BATCH)
 
     @staticmethod
-    def _split(batch: list[Notification], count: int) -> list[list[tuple[Any, ...]]]:
-        """The batch's events each worker folds (by session), as plain tuples."""
+    def _split(batch: list[tuple[Any, ...]], count: int) -> list[list[tuple[Any, ...]]]:
+        """The batch's events each worker folds (by session)."""
         parts: list[list[tuple[Any, ...]]] = [[] for _ in range(count)]
-        for n in batch:
-            originator = str(n.originator_id)
-            if originator.startswith("session:") and n.topic not in SESSION_TOPICS:
+        for row in batch:
+            originator, topic = row[1], row[3]
+            if originator.startswith("session:") and topic not in SESSION_TOPICS:
                 continue  # nothing for the views (its position is needed by no row)
-            part = parts[hash(originator.partition(":")[2]) % count]
-            part.append((n.id, originator, n.originator_version, n.topic, n.state))
+            parts[hash(originator.partition(":")[2]) % count].append(row)
         return parts
 
     def _fold_part(self, state: FoldState, part: list[tuple[Any, ...]]) -> FoldedPart:
         """In a worker: its share of a batch folded onto the views it holds."""
-        batch = list(map(EventRow._make, part))
+        batch = [
+            EventRow(i, o, v, t, d if type(d) is bytes else bytes(d)) for i, o, v, t, d in part
+        ]
         touched = {o.removeprefix("plan:") for _, o, *_ in part if o.startswith("plan:")}
         views = {sid: state.views.get(sid) for sid in touched}
         with paused_gc():
@@ -314,7 +336,6 @@ class ProjectionRunner:
     def rebuild(self, on_batch: Callable[[int, int], None] | None = None) -> int:
         """Drop every view and position, then apply all events again (a large store's with
         worker processes, see PARALLEL_MIN_EVENTS)."""
-        self.store.reset()
         self.corrupt.clear()
         with self.changed:
             self.position = 0
@@ -323,7 +344,9 @@ class ProjectionRunner:
             and can_fork()
             and self.store.max_notification_id() >= PARALLEL_MIN_EVENTS
         ):
-            self._rebuild_forked(on_batch)
+            self._rebuild_forked(on_batch)  # resets the views first
+        else:
+            self.store.reset()
         return self.catch_up(on_batch)
 
     def close(self) -> None:

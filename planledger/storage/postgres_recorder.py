@@ -136,7 +136,7 @@ def insert_with_views(
                 "revision = excluded.revision, view = excluded.view)"
             ).format(
                 table=sql.Identifier(schema, "planledger_plan_views"),
-                rows=values(n_views, "(%s::text, %s::bigint, %s::bigint, %s::jsonb)"),
+                rows=values(n_views, "(%s::text, %s::bigint, %s::bigint, %s::json)"),
             )
         )
     if n_history:
@@ -152,7 +152,7 @@ def insert_with_views(
                 table=sql.Identifier(schema, "planledger_plan_history"),
                 rows=values(
                     n_history,
-                    "(%s::text, %s::bigint, %s::text, %s::bigint, %s::jsonb, %s::jsonb)",
+                    "(%s::text, %s::bigint, %s::text, %s::bigint, %s::json, %s::json)",
                 ),
             )
         )

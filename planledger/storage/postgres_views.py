@@ -9,25 +9,24 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from eventsourcing.persistence import Notification
 from psycopg_pool import ConnectionPool
 
 from planledger.storage.settings import DatabaseSettings, postgres_conninfo
 from planledger.storage.view_rows import COPY_HISTORY, ViewRows
-from planledger.storage.views import ViewStore, notifications_of
+from planledger.storage.views import ViewStore
 
 # The statements of planledger.storage.view_rows, for rows sent as column arrays (binary: no
 # quoting of the JSON in an array literal).
 UPSERT_VIEWS = (
     "INSERT INTO planledger_plan_views (session_id, version, position, revision, view) "
-    "SELECT * FROM unnest(%b::text[], %b::bigint[], %b::bigint[], %b::bigint[], %b::jsonb[]) "
+    "SELECT * FROM unnest(%b::text[], %b::bigint[], %b::bigint[], %b::bigint[], %b::json[]) "
     "ON CONFLICT (session_id) DO UPDATE SET version = excluded.version, "
     "position = excluded.position, revision = excluded.revision, view = excluded.view"
 )
 MARK_CORRUPT = (
     "INSERT INTO planledger_plan_views (session_id, version, position, revision, view, "
     "corrupt) SELECT s, v, p, 0, w, c FROM unnest(%b::text[], %b::bigint[], %b::bigint[], "
-    "%b::jsonb[], %b::jsonb[]) AS r(s, v, p, w, c) ON CONFLICT (session_id) DO UPDATE SET "
+    "%b::json[], %b::json[]) AS r(s, v, p, w, c) ON CONFLICT (session_id) DO UPDATE SET "
     "corrupt = excluded.corrupt, position = excluded.position"
 )
 UPSERT_SESSIONS = (
@@ -122,7 +121,7 @@ class PostgresViewStore(ViewStore):
         with self.conn.transaction():
             yield
 
-    def read_notifications(self, after: int, limit: int) -> list[Notification]:
+    def read_event_rows(self, after: int, limit: int) -> list[tuple[Any, ...]]:
         # SHARE mode waits for every transaction that is still inserting (they hold ROW
         # EXCLUSIVE or the library's EXCLUSIVE lock) and keeps new inserts out while we read:
         # so no event with a lower notification id can commit after we have passed it. On a
@@ -132,7 +131,7 @@ class PostgresViewStore(ViewStore):
             try:
                 with self.readers.connection() as conn, conn.transaction():
                     conn.execute(f"LOCK TABLE {self.events_table} IN SHARE MODE")
-                    rows = (
+                    return (
                         conn.cursor(binary=True)
                         .execute(
                             "SELECT notification_id, originator_id, originator_version, topic, "
@@ -142,7 +141,6 @@ class PostgresViewStore(ViewStore):
                         )
                         .fetchall()
                     )
-                return notifications_of(rows)
             except (psycopg.OperationalError, psycopg.InterfaceError):
                 if attempt == 2:
                     raise

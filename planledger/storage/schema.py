@@ -17,7 +17,9 @@ from typing import Any
 from planledger.storage.settings import DatabaseSettings, postgres_conninfo
 
 # Bump when a view table changes shape: the views are dropped and rebuilt from the events.
-SCHEMA_VERSION = 2
+# 3: PostgreSQL keeps the views' JSON as `json`, not `jsonb`; history has no index of its own
+#    for one session's feed (its primary key, by stream position, is in the same order).
+SCHEMA_VERSION = 3
 ADVISORY_LOCK_KEY = 7_310_423_118  # arbitrary, constant: "planledger schema set-up"
 VIEWS = "views"
 
@@ -44,8 +46,6 @@ def view_ddl(json_type: str) -> list[str]:
         "CREATE TABLE IF NOT EXISTS planledger_plan_history (session_id TEXT NOT NULL, "
         "position BIGINT NOT NULL, notification_id BIGINT NOT NULL, kind TEXT NOT NULL, "
         f"revision BIGINT, entry {j} NOT NULL, view {j}, PRIMARY KEY (session_id, position))",
-        "CREATE INDEX IF NOT EXISTS planledger_plan_history_feed "
-        "ON planledger_plan_history (session_id, notification_id)",
         "CREATE INDEX IF NOT EXISTS planledger_plan_history_store "
         "ON planledger_plan_history (notification_id)",
         "CREATE INDEX IF NOT EXISTS planledger_plan_history_revision "
@@ -116,7 +116,9 @@ def ensure_postgres_schema(
                 for table in VIEW_TABLES:
                     conn.execute(f'DROP TABLE IF EXISTS "{schema}".{table}')
                 conn.execute(f'SET LOCAL search_path TO "{schema}"')
-                for statement in view_ddl("JSONB"):
+                # `json` keeps the text as sent: no SQL looks inside it, and `jsonb` cost a
+                # parse into its binary form on every write and back to text on every read.
+                for statement in view_ddl("JSON"):
                     conn.execute(statement)
                 conn.execute(
                     "INSERT INTO planledger_tracking (projection, position) VALUES (%s, 0) "

@@ -29,7 +29,6 @@ class ViewStore(ABC):
     """Common logic; subclasses supply the dialect."""
 
     placeholder = "%s"
-    json_type = "JSONB"
     events_table = ""
     id_column = "notification_id"
     for_update = " FOR UPDATE"  # lock the tracking row for the batch's transaction
@@ -53,8 +52,13 @@ class ViewStore(ABC):
         """A transaction on the writer's connection."""
 
     @abstractmethod
+    def read_event_rows(self, after: int, limit: int) -> list[tuple[Any, ...]]:
+        """Committed events after `after`, in order, never skipping one still in flight: as
+        (notification id, originator_id, originator_version, topic, state) rows."""
+
     def read_notifications(self, after: int, limit: int) -> list[Notification]:
-        """Committed events after `after`, in order, never skipping one still in flight."""
+        """`read_event_rows` as the library's notifications."""
+        return notifications_of(self.read_event_rows(after, limit))
 
     @abstractmethod
     def wait_for_events(self, timeout: float) -> bool:
@@ -223,11 +227,14 @@ class ViewStore(ABC):
     ) -> list[tuple[str, int, HistoryEntry, PlanView | None]]:
         """History rows after store position `after` (one session or all), in store order."""
         p = self.placeholder
-        where = f"notification_id > {p}" + (f" AND session_id = {p}" if session_id else "")
-        params: list[Any] = [after] + ([session_id] if session_id else [])
+        if session_id:  # by the primary key: a session's positions are in store order too
+            where, order = f"session_id = {p} AND notification_id > {p}", "position"
+            params: list[Any] = [session_id, after]
+        else:
+            where, order, params = f"notification_id > {p}", "notification_id", [after]
         rows = self._query(
             "SELECT session_id, notification_id, entry, view FROM planledger_plan_history "
-            f"WHERE {where} ORDER BY notification_id LIMIT {p}",
+            f"WHERE {where} ORDER BY {order} LIMIT {p}",
             [*params, limit],
         )
         return [
@@ -298,7 +305,6 @@ def json_value(value: Any) -> Any:
 
 class SqliteViewStore(ViewStore):
     placeholder = "?"
-    json_type = "TEXT"
     events_table = "stored_events"
     id_column = "rowid"
     for_update = ""  # BEGIN IMMEDIATE already holds the write lock
@@ -345,16 +351,15 @@ class SqliteViewStore(ViewStore):
             raise
         self.conn.execute("COMMIT")
 
-    def read_notifications(self, after: int, limit: int) -> list[Notification]:
+    def read_event_rows(self, after: int, limit: int) -> list[tuple[Any, ...]]:
         # SQLite commits one writer at a time, and rowids are assigned under the write lock:
         # a reader never sees a later id before an earlier one is committed.
         with self.lock:
-            rows = self._execute(
+            return self._execute(
                 "SELECT rowid, originator_id, originator_version, topic, state "
                 "FROM stored_events WHERE rowid > ? ORDER BY rowid LIMIT ?",
                 (after, limit),
             )
-        return notifications_of(rows)
 
     def wait_for_events(self, timeout: float) -> bool:
         # SQLite has no notifications: watch the file's data_version, which changes on

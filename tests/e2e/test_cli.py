@@ -332,3 +332,48 @@ def test_plan_json_per_store_and_back_filled_off_the_command_path(
     while len(list(sessions.rglob("plan.json"))) < 31:
         assert time.monotonic() < deadline, "the back-fill never finished"
         time.sleep(0.1)
+
+
+def test_a_large_rebuild_spread_over_processes_writes_the_same_views(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Past PARALLEL_MIN_EVENTS the command folds in forked workers: same views, exit 0."""
+    import uuid
+
+    from domain.forms import parse_proposal
+    from domain.ids import plan_aggregate_id, session_aggregate_id
+    from domain.plan import Plan
+    from domain.session import Mode, Session
+    from planledger.service import open_planledger
+    from planledger.service.ledger import fingerprint
+    from projections.runner import PARALLEL_MIN_EVENTS
+
+    for url in (f"sqlite:///{tmp_path / 'big.sqlite3'}", request.getfixturevalue("postgres_url")):
+        service = open_planledger(url, home=None)
+        events, n = 0, 0
+        while events < PARALLEL_MIN_EVENTS + 500:
+            batch: list[Any] = []
+            for _ in range(100):
+                n += 1
+                session = Session.open(session_aggregate_id(f"b{n}"), f"b{n}", Mode.WORK)
+                plan = Plan.create(plan_aggregate_id(f"b{n}"), f"b{n}")
+                for done in range(4):
+                    steps = [
+                        {"id": f"s{k}", "title": f"Step {k}", "status": status}
+                        for k, status in enumerate(["completed"] * done + ["in_progress"])
+                    ]
+                    body = {"title": "T", "steps": steps if done != 2 else steps * 2}
+                    plan.propose(uuid.uuid4().hex, parse_proposal(body), fingerprint(body), "t")
+                    plan.decide(set())
+                events += len(session.pending_events) + len(plan.pending_events)
+                batch += [session, plan]
+            service.ledger._store(*batch)
+        sample = [f"b{k}" for k in (1, n // 2, n)]
+        before = [(service.plan(s), service.history(s)) for s in sample]
+        service.close()
+        result = Cli(tmp_path / "home", url)("projections", "rebuild")
+        assert result.returncode == 0, result.stderr
+        assert f"rebuilt the views from {events} events" in result.stdout
+        service = open_planledger(url, home=None)
+        assert [(service.plan(s), service.history(s)) for s in sample] == before
+        service.close()
