@@ -300,8 +300,7 @@ class ProjectionRunner:
         ]
         touched = {o.removeprefix("plan:") for _, o, *_ in part if o.startswith("plan:")}
         views = {sid: state.views.get(sid) for sid in touched}
-        with paused_gc():
-            changes, positions = self._fold(batch, views, sorted(touched & state.broken))
+        changes, positions = self._fold(batch, views, sorted(touched & state.broken))
         for session_id, (_, view) in changes.views.items():
             state.views[session_id] = view
         state.broken.update(changes.corrupt)
