@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
         type=int,
         default=None,
         help="verify processes (default: the ledger's, one per core up to 4; more than one "
-        "only from 50k events on)",
+        "only from 20k events on)",
     )
     args = common.parse(p, argv)
     with common.fresh_store(args.database, "bench_vr") as url:

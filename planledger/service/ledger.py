@@ -114,7 +114,7 @@ class Ledger(Application[str]):
         self._write_cache_lock = threading.Lock()
         self.views_behind = threading.Event()  # set when a save could not store its views
         # Processes of a whole-store verify, used from PARALLEL_MIN_EVENTS events on. On the
-        # 2-core machine, 260k events: 38.9k events/s with one, 48-51k with two (SQLite,
+        # 2-core machine, 260k events: 38.9k events/s with one, 48-62k with two (SQLite,
         # PostgreSQL; bench/verify_rebuild.py --sessions 20000 --workers N).
         self.verify_workers = min(os.cpu_count() or 1, MAX_VERIFY_WORKERS)
         current = schema_is_current(settings)  # fails at once, naming why, when unreachable

@@ -3,6 +3,7 @@ what verifying each session on its own reports, on a store with many kinds of co
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -140,3 +141,20 @@ def test_verify_marks_the_corrupt_sessions_in_the_views(
         assert (found[1].rule, found[1].position) == (rule, position)
     clean = service.views.plan_view("clean-0")
     assert clean is not None and clean[1] is None
+
+
+def test_a_worker_that_dies_leaves_the_replay_to_this_process(
+    corrupted: tuple[PlanLedger, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service, ids = corrupted
+    monkeypatch.setattr(verify_module, "PARALLEL_MIN_EVENTS", 1)
+    parent, real = os.getpid(), verify_module.replay_range
+
+    def dies_in_a_worker(*args: Any) -> Any:
+        if os.getpid() != parent:
+            os._exit(9)
+        return real(*args)
+
+    monkeypatch.setattr(verify_module, "replay_range", dies_in_a_worker)
+    service.ledger.verify_workers = 2
+    assert service.ledger.verify().problems == per_session(service, ids)
