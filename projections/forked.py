@@ -40,13 +40,15 @@ def cores() -> int:
 
 class ForkedWorkers:
     """`count` forked processes, each running `work(state, message)` on its messages; `state`
-    (made by `make_state` in the worker) lives as long as the worker."""
+    (made by `make_state` in the worker) lives as long as the worker. Workers run without the
+    cyclic garbage collector unless `collect` (work whose objects may form cycles)."""
 
     def __init__(
         self,
         count: int,
         make_state: Callable[[], Any],
         work: Callable[[Any, Any], Any],
+        collect: bool = False,
     ) -> None:
         context = multiprocessing.get_context("fork")
         self.pipes: list[Connection] = []
@@ -56,7 +58,7 @@ class ForkedWorkers:
             parents = [*self.pipes, here]  # ends a worker must close: its pipe ends at EOF
             process = context.Process(
                 target=_serve,
-                args=(there, parents, make_state, work),
+                args=(there, parents, make_state, work, collect),
                 daemon=True,
                 name="planledger-fold",
             )
@@ -103,15 +105,15 @@ def _serve(
     parents: list[Connection],
     make_state: Callable[[], Any],
     work: Callable[[Any, Any], Any],
+    collect: bool,
 ) -> None:
     for end in parents:  # the parent's ends, copied by the fork
         end.close()
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICENESS)
-    # The parent's objects are never scanned here (so never copied by the collector), nor is
-    # what a worker keeps (its messages and answers hold no cycles): no collection at all.
-    gc.freeze()
-    gc.disable()
+    gc.freeze()  # the parent's objects: never scanned here, so never copied by the collector
+    if not collect:  # what the work keeps holds no cycles: no collection at all
+        gc.disable()
     state = make_state()
     while True:
         try:

@@ -215,6 +215,7 @@ def _replay_forked(
         len(bounds) - 1,
         lambda: None,
         lambda _, bound: replay_range(database, mapper, wanted, *bound),
+        collect=True,  # a whole range of aggregates is replayed: let it collect as it goes
     )
     try:
         workers.send(bounds[1:])
