@@ -286,9 +286,8 @@ def _text(
 ) -> str:
     """The trimmed string under `key` ("" when missing), bounded for storage by `limit`."""
     value = item.get(key)
-    if type(value) is str:  # the common case first, `bounded` inlined
-        text = value.strip()
-        return text if len(text) <= 2 * limit else bounded(text, limit)
+    if type(value) is str:  # the common case first
+        return bounded(value.strip(), limit)
     if value is None:
         return ""
     if isinstance(value, str):
@@ -346,13 +345,6 @@ def _step_items(
 def _status(item: Mapping[str, Any]) -> str:
     """The trimmed status ("" when missing, which the rules report as `missing_field`)."""
     value = item.get("status")
-    if type(value) is str:  # the common case first, `bounded` inlined
-        text = value.strip()
-        return (
-            text
-            if len(text) <= 2 * limits.MAX_STATUS_CHARS
-            else bounded(text, limits.MAX_STATUS_CHARS)
-        )
     text = value.strip() if isinstance(value, str) else ("" if value is None else str(value))
     return bounded(text, limits.MAX_STATUS_CHARS)
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
-from eventsourcing.persistence import Mapper, Notification
+from eventsourcing.persistence import Mapper
 from eventsourcing.utils import get_topic
 
 from domain.base import Event
@@ -60,9 +60,9 @@ class ViewStorage(Protocol):
     """What the runner needs of the database that holds the views (see planledger.storage)."""
 
     def position(self, name: str) -> int: ...
-    def read_notifications(self, after: int, limit: int) -> list[Notification]: ...
     def read_event_rows(self, after: int, limit: int) -> list[tuple[Any, ...]]:
-        """(id, originator_id, originator_version, topic, state) of the events after `after`."""
+        """(id, originator_id, originator_version, topic, state) of the events after `after`,
+        in order, never skipping one still in flight."""
 
     def load_views(self, session_ids: Sequence[str]) -> dict[str, LoadedView]: ...
     def write_batch(
@@ -85,14 +85,19 @@ class ViewStorage(Protocol):
 
 
 class EventRow(NamedTuple):
-    """A stored event as a worker gets it: what the mapper and the fold read of a
-    Notification, made at a fraction of its cost."""
+    """A stored event as the runner reads it: what the mapper and the fold read of the
+    library's Notification, made at a fraction of its cost."""
 
     id: int
     originator_id: str
     originator_version: int
     topic: str
     state: bytes
+
+
+def event_rows(rows: Sequence[tuple[Any, ...]]) -> list[EventRow]:
+    """(id, originator_id, originator_version, topic, state) rows, their states as bytes."""
+    return [EventRow(i, o, v, t, d if type(d) is bytes else bytes(d)) for i, o, v, t, d in rows]
 
 
 @dataclass
@@ -143,7 +148,7 @@ class ProjectionRunner:
         # Start from where the views are: writers move the position too.
         position = self.store.position(VIEWS)
         while True:
-            batch = self.store.read_notifications(position, self.batch_size)
+            batch = event_rows(self.store.read_event_rows(position, self.batch_size))
             if not batch:
                 self._advance(position)
                 return position
@@ -159,7 +164,7 @@ class ProjectionRunner:
             if len(batch) < self.batch_size:
                 return position
 
-    def _apply(self, position: int, batch: list[Notification]) -> int:
+    def _apply(self, position: int, batch: list[EventRow]) -> int:
         touched = sorted(
             {
                 str(n.originator_id).removeprefix("plan:")
@@ -180,7 +185,7 @@ class ProjectionRunner:
 
     def _fold(
         self,
-        batch: Sequence[Notification] | Sequence[EventRow],
+        batch: Sequence[EventRow],
         views: Mapping[str, PlanView | None],
         corrupt: Sequence[str],
     ) -> tuple[ViewChanges, dict[tuple[str, int], int]]:
@@ -295,9 +300,7 @@ class ProjectionRunner:
 
     def _fold_part(self, state: FoldState, part: list[tuple[Any, ...]]) -> FoldedPart:
         """In a worker: its share of a batch folded onto the views it holds."""
-        batch = [
-            EventRow(i, o, v, t, d if type(d) is bytes else bytes(d)) for i, o, v, t, d in part
-        ]
+        batch = event_rows(part)
         touched = {o.removeprefix("plan:") for _, o, *_ in part if o.startswith("plan:")}
         views = {sid: state.views.get(sid) for sid in touched}
         changes, positions = self._fold(batch, views, sorted(touched & state.broken))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import threading
 import time
@@ -46,6 +45,7 @@ from planledger.storage.schema import ensure_schema, schema_is_current
 from planledger.storage.settings import DatabaseSettings, database_settings
 from planledger.storage.transcoding import EventTranscoder, PydanticTranscoding
 from projections.fold import ViewChanges, fold_events
+from projections.forked import cores
 from projections.plan_view import plan_view
 from projections.shapes import PlanView
 
@@ -116,7 +116,7 @@ class Ledger(Application[str]):
         # Processes of a whole-store verify, used from PARALLEL_MIN_EVENTS events on. On the
         # 2-core machine, 260k events: 38.9k events/s with one, 48-62k with two (SQLite,
         # PostgreSQL; bench/verify_rebuild.py --sessions 20000 --workers N).
-        self.verify_workers = min(os.cpu_count() or 1, MAX_VERIFY_WORKERS)
+        self.verify_workers = min(cores(), MAX_VERIFY_WORKERS)
         current = schema_is_current(settings)  # fails at once, naming why, when unreachable
         super().__init__(env=settings.env)
         if not current:

@@ -4,9 +4,9 @@ after the database restarts or a backend is terminated."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg_pool import ConnectionPool
@@ -14,6 +14,8 @@ from psycopg_pool import ConnectionPool
 from planledger.storage.settings import DatabaseSettings, postgres_conninfo
 from planledger.storage.view_rows import COPY_HISTORY, ViewRows
 from planledger.storage.views import ViewStore
+
+Rows = TypeVar("Rows")
 
 # The statements of planledger.storage.view_rows, for rows sent as column arrays (binary: no
 # quoting of the JSON in an array literal).
@@ -98,10 +100,14 @@ class PostgresViewStore(ViewStore):
             self._execute("UPDATE planledger_tracking SET position = 0")
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._on_reader(lambda conn: conn.execute(sql, params).fetchall())
+
+    def _on_reader(self, read: Callable[[psycopg.Connection[Any]], Rows]) -> Rows:
+        """`read` on a pooled reader's connection."""
         for attempt in (1, 2):  # a pooled connection may have died with its server: once more
             try:
                 with self.readers.connection() as conn:
-                    return conn.execute(sql, params).fetchall()
+                    return read(conn)
             except (psycopg.OperationalError, psycopg.InterfaceError):
                 if attempt == 2:
                     raise
@@ -127,24 +133,21 @@ class PostgresViewStore(ViewStore):
         # so no event with a lower notification id can commit after we have passed it. On a
         # reader's connection, in binary (the states arrive as they are stored, not
         # hex-encoded).
-        for attempt in (1, 2):  # a pooled connection may have died with its server: once more
-            try:
-                with self.readers.connection() as conn, conn.transaction():
-                    conn.execute(f"LOCK TABLE {self.events_table} IN SHARE MODE")
-                    return (
-                        conn.cursor(binary=True)
-                        .execute(
-                            "SELECT notification_id, originator_id, originator_version, topic, "
-                            f"state FROM {self.events_table} WHERE notification_id > %s "
-                            "ORDER BY notification_id LIMIT %s",
-                            (after, limit),
-                        )
-                        .fetchall()
+        def read(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
+            with conn.transaction():
+                conn.execute(f"LOCK TABLE {self.events_table} IN SHARE MODE")
+                return (
+                    conn.cursor(binary=True)
+                    .execute(
+                        "SELECT notification_id, originator_id, originator_version, topic, "
+                        f"state FROM {self.events_table} WHERE notification_id > %s "
+                        "ORDER BY notification_id LIMIT %s",
+                        (after, limit),
                     )
-            except (psycopg.OperationalError, psycopg.InterfaceError):
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+                    .fetchall()
+                )
+
+        return self._on_reader(read)
 
     def wait_for_events(self, timeout: float) -> bool:
         try:

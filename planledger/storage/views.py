@@ -16,8 +16,6 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 
-from eventsourcing.persistence import Notification
-
 from planledger.storage.settings import DatabaseSettings
 from planledger.storage.view_rows import Row, ViewRows, rows_of, write_rows
 from projections.fold import ViewChanges, empty_view
@@ -55,10 +53,6 @@ class ViewStore(ABC):
     def read_event_rows(self, after: int, limit: int) -> list[tuple[Any, ...]]:
         """Committed events after `after`, in order, never skipping one still in flight: as
         (notification id, originator_id, originator_version, topic, state) rows."""
-
-    def read_notifications(self, after: int, limit: int) -> list[Notification]:
-        """`read_event_rows` as the library's notifications."""
-        return notifications_of(self.read_event_rows(after, limit))
 
     @abstractmethod
     def wait_for_events(self, timeout: float) -> bool:
@@ -271,32 +265,6 @@ class ViewStore(ABC):
             )
         items.sort(key=lambda item: (item.updated_at, item.session_id), reverse=True)
         return SessionList(sessions=items)
-
-
-def notifications_of(rows: Sequence[tuple[Any, ...]]) -> list[Notification]:
-    """(id, originator_id, originator_version, topic, state) rows as library notifications.
-
-    Each is given its fields at once (a frozen dataclass's `__init__` sets them one by one
-    through `object.__setattr__`, twice the time): equal to one made by `__init__`."""
-    made = []
-    for notification_id, originator_id, version, topic, state in rows:
-        notification = _new(Notification)
-        _set(
-            notification,
-            "__dict__",
-            {
-                "originator_id": originator_id,
-                "originator_version": version,
-                "topic": topic,
-                "state": bytes(state),
-                "id": notification_id,
-            },
-        )
-        made.append(notification)
-    return made
-
-
-_new, _set = object.__new__, object.__setattr__
 
 
 def json_value(value: Any) -> Any:

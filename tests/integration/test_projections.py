@@ -19,7 +19,7 @@ from planledger.service.files import PlanFiles
 from planledger.storage.views import open_store
 from projections.plan_json import read_plan_file
 from projections.plan_view import plan_view
-from projections.runner import VIEWS, ProjectionRunner, StaleBatch
+from projections.runner import VIEWS, ProjectionRunner, StaleBatch, event_rows
 from tests.integration.storage import read_state
 
 PLAN_CREATED = "domain.plan:Plan.PlanCreated"
@@ -192,7 +192,7 @@ def test_a_rebuild_in_small_batches_equals_one_in_a_single_batch(ledger: PlanLed
         runner = runner_for(ledger, batch_size=size)
         batches: list[int] = []
         runner.rebuild(lambda events, position, seen=batches: seen.append(events))
-        assert sum(batches) == len(runner.store.read_notifications(0, 10_000))
+        assert sum(batches) == len(runner.store.read_event_rows(0, 10_000))
         assert len(batches) > 1
         assert views_of(ledger, "s1", "s2") == expected
         runner.close()
@@ -202,7 +202,7 @@ def test_a_batch_delivered_twice_is_applied_once(ledger: PlanLedger) -> None:
     expected = views_of(ledger, "s1", "s2")
     ledger.views.reset()
     first, second = runner_for(ledger), runner_for(ledger)
-    batch = first.store.read_notifications(0, 1000)
+    batch = event_rows(first.store.read_event_rows(0, 1000))
     second.catch_up()  # another runner applies the same events first
     with pytest.raises(StaleBatch):
         first._apply(0, batch)
