@@ -1,12 +1,12 @@
 """A warm process for the commands agents run on every tool call (`plan update`, `hook`).
 
 A `planledger` process spends most of its time importing the domain (pydantic, eventsourcing)
-before it does ~10 ms of work. So the first such command on a SQLite store starts, in the
-background, one warm process per (store, home, installed code) that keeps the service open and
-serves later commands over a UNIX socket (owner-only, under the temporary folder); each command
-then costs an interpreter start and a round trip. The warm process serves one command at a
-time, runs exactly the code a cold process would (the fast path), and exits after
-PLANLEDGER_WARM_IDLE seconds (default 600) without a command.
+before it does ~10 ms of work. So `session open`, or else the first such command, on a SQLite
+store starts, in the background, one warm process per (store, home, installed code) that keeps
+the service open and serves later commands over a UNIX socket (owner-only, under the temporary
+folder); each command then costs an interpreter start and a round trip. The warm process
+serves one command at a time, runs exactly the code a cold process would (the fast path), and
+exits after PLANLEDGER_WARM_IDLE seconds (default 600) without a command.
 
 Nothing depends on it: when no warm process answers, the command runs in its own process as
 before (and starts one for next time). PLANLEDGER_NO_WARM=1 turns it off.
@@ -104,6 +104,23 @@ def call(args: list[str], database: str | None, stdin: bytes) -> int | None:
     sys.stdout.write(answer["stdout"])
     sys.stderr.write(answer["stderr"])
     return int(answer["code"])
+
+
+def prepare(database: str | None) -> None:
+    """Start the warm process for `database` unless one answers (or it is off): a command
+    that opens a session calls this, so the agent's first plan update is already warm."""
+    if not enabled(database):
+        return
+    path = socket_path(database)
+    if not private_folder(path.parent):
+        return
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        start(path, database)
+    finally:
+        probe.close()
 
 
 def private_folder(folder: Path) -> bool:
@@ -208,7 +225,10 @@ def bind(path: Path) -> socket.socket | None:
 def answer_one(connection: socket.socket, database: str | None) -> None:
     from planledger.clients.fastpath import run_local
 
-    request: dict[str, Any] = json.loads(read_all(connection))
+    try:
+        request: dict[str, Any] = json.loads(read_all(connection))
+    except (OSError, ValueError):
+        return  # a probe (`prepare`, `bind`) that only checked this process answers
     stdout, stderr = io.StringIO(), io.StringIO()
     code: int | None = 1
     saved = sys.stdin, os.getcwd()

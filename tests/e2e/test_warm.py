@@ -107,6 +107,27 @@ def test_warm_answers_equal_cold_ones_and_it_leaves_when_idle(tmp_path: Path) ->
         time.sleep(0.2)
 
 
+def test_opening_a_session_starts_the_warm_process_for_its_first_plan_update(
+    tmp_path: Path,
+) -> None:
+    cold_home = tmp_path / "cold"
+    assert run(cold_home, "session", "open", "s1", warm=False).returncode == 0
+    home = tmp_path / "home"
+    opened = run(home, "session", "open", "s1", "--json")
+    assert opened.returncode == 0, opened.stderr
+    assert json.loads(opened.stdout)["session_id"] == "s1"
+    deadline = time.monotonic() + 20
+    while not warm_processes(home):
+        assert time.monotonic() < deadline, "opening a session started no warm process"
+        time.sleep(0.1)
+    assert len(warm_processes(home)) == 1
+    assert run(home, "session", "open", "s2").returncode == 0  # one answers: none is added
+    assert len(warm_processes(home)) == 1
+    assert warm_processes(cold_home) == []
+    first = run(home, "plan", "update", "s1", "--json", stdin=json.dumps(PLAN))
+    assert (first.returncode, json.loads(first.stdout)["revision"]) == (0, 1), first.stderr
+
+
 def test_no_warm_process_for_postgresql(tmp_path: Path) -> None:
     home = tmp_path / "home"
     url = "postgresql://postgres@127.0.0.1:1/x"
