@@ -6,7 +6,9 @@
 Each command runs `--calls` times a round, in a fresh PLANLEDGER_HOME on the SQLite default
 (or `--database URL`); wall-clock and CPU (user + system) medians per round, then the median
 over rounds, and the ratio to the bare interpreter. The spec's budget is 150 ms of wall clock
-per `plan show` and `plan update` process on the SQLite default.
+per `plan show` and `plan update` process on the SQLite default. "cold" runs with
+PLANLEDGER_NO_WARM=1; "warm" is answered by the warm process; "first" is a session's first
+update, a second after `session open` in a fresh home (which started the warm process).
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ def commands(database: str | None) -> dict[str, tuple[list[str], str, bool]]:
         "plan show": ([cli, *db, "plan", "show", "bench"], "", False),
         "plan update --json (cold)": (update, "", False),
         "plan update --json (warm)": (update, "", True),
+        FIRST_UPDATE: (update, "", True),
         "hook, ignored event": (hook, json.dumps(IGNORED), False),
         "hook, TodoWrite (cold)": (hook, json.dumps(TODO), False),
         "hook, TodoWrite (warm)": (hook, json.dumps(TODO), True),
@@ -86,6 +89,21 @@ def start_warm_process(cli: str, db: list[str], env: dict[str, str]) -> None:
             return
         time.sleep(0.1)
     raise SystemExit("the warm process did not start")
+
+
+THINK_SECONDS = 1.0  # between `session open` and the agent's first plan update
+FIRST_UPDATE = "plan update --json (first, 1 s after session open)"
+
+
+def first_update(cli: str, db: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """A session's first plan update in a fresh home: `session open` (untimed, it starts the
+    warm process), THINK_SECONDS of the agent thinking, then the update (timed)."""
+    with tempfile.TemporaryDirectory() as home:
+        fresh = {**env, "PLANLEDGER_HOME": home, "PLANLEDGER_WARM_IDLE": "3"}
+        opened = [cli, *db, "session", "open", "bench"]
+        subprocess.run(opened, env=fresh, check=True, capture_output=True)
+        time.sleep(THINK_SECONDS)
+        return timed([cli, *db, "plan", "update", "bench", "--json"], fresh, json.dumps(PLAN))
 
 
 def run(args: Any) -> dict[str, Any]:
@@ -117,7 +135,10 @@ def run(args: Any) -> dict[str, Any]:
                         stdin = json.dumps({"plan": steps})
                     if name.startswith("hook, TodoWrite"):
                         stdin = json.dumps({**TODO, "tool_use_id": f"{name}{round_number}.{call}"})
-                    wall, cpu, code = timed(argv, warm if may_be_warm else cold, stdin)
+                    if name == FIRST_UPDATE:
+                        wall, cpu, code = first_update(cli, db, warm)
+                    else:
+                        wall, cpu, code = timed(argv, warm if may_be_warm else cold, stdin)
                     if code != 0:
                         raise SystemExit(f"{name}: exit {code}")
                     walls.append(wall)

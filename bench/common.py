@@ -69,6 +69,8 @@ def parse(p: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> argp
 
 def percentile(values: Sequence[float], q: float) -> float:
     """The q-quantile (0..1) by the nearest-rank rule; 0.0 for no values."""
+    if not 0 <= q <= 1:
+        raise ValueError(f"a quantile is between 0 and 1, not {q}")
     if not values:
         return 0.0
     ordered = sorted(values)
