@@ -92,7 +92,7 @@ def start_warm_process(cli: str, db: list[str], env: dict[str, str]) -> None:
 
 
 THINK_SECONDS = 1.0  # between `session open` and the agent's first plan update
-FIRST_UPDATE = "plan update --json (first, 1 s after session open)"
+FIRST_UPDATE = "plan update --json (first)"
 
 
 def first_update(cli: str, db: list[str], env: dict[str, str]) -> tuple[float, float, int]:

@@ -182,6 +182,7 @@ def serve(path: Path, database: str | None) -> None:
     idle = float(os.environ.get(IDLE_ENV) or IDLE_SECONDS)
     server.settimeout(idle)
     services.keep_open()
+    warm_up(database)
     try:
         while True:
             try:
@@ -195,6 +196,26 @@ def serve(path: Path, database: str | None) -> None:
             path.unlink()
         server.close()
         services.close_all()
+
+
+def warm_up(database: str | None) -> None:
+    """Open the service and build every model's validators now (they are built on first use),
+    so the first command, which follows `session open` within seconds, finds them ready. A
+    command arriving meanwhile waits in the socket's backlog."""
+    from planledger.clients import fastpath, services  # noqa: F401 (imported to be ready)
+
+    try:
+        services.acquire(database)
+    except Exception:  # the first command runs into it again and says what is wrong
+        return
+    from domain.models import Model
+
+    pending: list[type[Model]] = [Model]
+    while pending:
+        model = pending.pop()
+        pending += model.__subclasses__()
+        with contextlib.suppress(Exception):
+            model.model_rebuild()
 
 
 def bind(path: Path) -> socket.socket | None:
