@@ -200,11 +200,7 @@ def apply_plan_event(
                 "policy_mismatch",
                 f"a {pending.form} proposal was committed to a {policy} plan",
             )
-        before = (
-            PlanSnapshot.model_construct(title=view.title, steps=tuple(view.steps))
-            if view.revision
-            else None
-        )
+        before = committed_snapshot(view) if view.revision else None
         if not judged:
             check_commit(
                 policy, view.revision, session_id, position, event.revision, before, snapshot
@@ -299,6 +295,17 @@ def updated(view: PlanView, update: dict[str, Any]) -> PlanView:
     _set(copied, "__pydantic_fields_set__", view.__pydantic_fields_set__ | update.keys())
     _set(copied, "__pydantic_private__", None)
     return copied
+
+
+def committed_snapshot(view: PlanView) -> PlanSnapshot:
+    """`PlanSnapshot.model_construct(title=view.title, steps=tuple(view.steps))` (the plan the
+    rules compare a commit with), made in one step: pydantic's construct walks every field."""
+    snapshot = _new(PlanSnapshot)
+    _set(snapshot, "__dict__", {"title": view.title, "goal_id": None, "steps": tuple(view.steps)})
+    _set(snapshot, "__pydantic_extra__", None)
+    _set(snapshot, "__pydantic_fields_set__", {"title", "steps"})
+    _set(snapshot, "__pydantic_private__", None)
+    return snapshot
 
 
 _new, _set = object.__new__, object.__setattr__

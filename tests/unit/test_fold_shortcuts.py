@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from domain.models import PlanSnapshot, Step
-from projections.fold import empty_view, same_snapshot, updated
+from projections.fold import committed_snapshot, empty_view, same_snapshot, updated
 from projections.shapes import PendingProposalView, RejectionView
 
 NOW = datetime(2025, 1, 2, tzinfo=UTC)
@@ -60,3 +60,16 @@ def test_updated_is_model_copy() -> None:
         assert mine.model_dump_json() == theirs.model_dump_json()
         assert view.model_dump_json() == before  # the view copied is left as it was
         view = mine
+
+
+def test_committed_snapshot_is_model_construct() -> None:
+    steps = [Step(id="a", title="A", status="completed"), Step(id="b", title="B", status="pending")]
+    view = updated(empty_view("s", NOW), {"revision": 2, "title": "T", "goal_id": "g"})
+    for title, listed in (("T", steps), (None, []), ("T", steps[:1])):
+        view = updated(view, {"title": title, "steps": listed})
+        mine = committed_snapshot(view)
+        theirs = PlanSnapshot.model_construct(title=view.title, steps=tuple(view.steps))
+        assert mine == theirs
+        assert mine.model_fields_set == theirs.model_fields_set
+        assert mine.model_dump_json() == theirs.model_dump_json()
+        assert same_snapshot(mine, theirs)
