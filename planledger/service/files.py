@@ -74,8 +74,10 @@ class PlanFiles:
             files_at = read_position(self.marker)
             if files_at >= views_at:
                 return
-            changed = {sid for sid, _ in self.views.views_changed_after(files_at)}
-            if changed <= self.written:
+            # One more id than this process wrote is enough to know another session changed
+            # (a fresh home over a large store must not read every view on a command's path).
+            limit = len(self.written) + 1
+            if set(self.views.sessions_changed_after(files_at, limit)) <= self.written:
                 write_position(self.marker, views_at)
                 return
             if self.may_spawn:

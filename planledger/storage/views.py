@@ -208,6 +208,17 @@ class ViewStore(ABC):
         )
         return [(row[0], PlanView.model_validate(json_value(row[1]))) for row in rows]
 
+    def sessions_changed_after(self, position: int, limit: int) -> list[str]:
+        """The ids of at most `limit` sessions whose view changed after `position` (no view
+        is read)."""
+        p = self.placeholder
+        rows = self._query(
+            "SELECT session_id FROM planledger_plan_views WHERE corrupt IS NULL "
+            f"AND position > {p} LIMIT {p}",
+            (position, limit),
+        )
+        return [row[0] for row in rows]
+
     def history(self, session_id: str) -> list[HistoryEntry]:
         rows = self._query(
             "SELECT entry FROM planledger_plan_history WHERE session_id = "

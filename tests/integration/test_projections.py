@@ -16,6 +16,7 @@ import pytest
 from domain.errors import CorruptHistory
 from planledger.service import PlanLedger, open_planledger
 from planledger.service.files import PlanFiles
+from planledger.storage.file_paths import read_position
 from planledger.storage.views import open_store
 from projections.plan_json import read_plan_file
 from projections.plan_view import plan_view
@@ -369,6 +370,35 @@ def test_plan_json_files_follow_the_views(ledger: PlanLedger, tmp_path: Path) ->
     ledger.submit("s1", plan("c", "a", "b"))
     assert files.sync() == 1
     assert read_plan_file(files.root, "s1").revision == 3
+
+
+def test_a_command_settles_the_files_without_reading_other_views(
+    ledger: PlanLedger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert sorted(ledger.views.sessions_changed_after(0, 10)) == ["s1", "s2"]
+    assert len(ledger.views.sessions_changed_after(0, 1)) == 1
+    after = ledger.views.position(VIEWS)
+    assert ledger.views.sessions_changed_after(after, 10) == []
+
+    def no_view_read(position: int) -> None:
+        raise AssertionError("a command read every changed view")
+
+    monkeypatch.setattr(ledger.views, "views_changed_after", no_view_read)
+    spawned: list[Path] = []
+    monkeypatch.setattr(
+        "planledger.service.files.spawn_back_fill", lambda root, database: spawned.append(root)
+    )
+    files = PlanFiles(tmp_path, ledger.database, ledger.views)  # a fresh home for this store
+    files.write(ledger.plan("s1"))
+    files.settle()  # s2 changed too: the rest is left to a back-fill
+    assert spawned == [files.root]
+    assert read_position(files.marker) < after
+
+    spawned.clear()
+    files.write(ledger.plan("s2"))
+    files.settle()  # every changed view was written here: the files are up to date
+    assert spawned == []
+    assert read_position(files.marker) == after
 
 
 def test_hostile_text_never_stops_the_views(ledger: PlanLedger) -> None:
