@@ -23,9 +23,8 @@ from eventsourcing.utils import get_topic
 from domain.base import Event
 from domain.errors import CorruptHistory
 from domain.models import PlanSnapshot
-from domain.session import Session
 from projections.decode import bulk_mapper
-from projections.fold import ViewChanges, fold_events
+from projections.fold import SESSION_EVENTS, ViewChanges, fold_events
 from projections.forked import ForkedWorkers, WorkerFailed, can_fork, cores
 from projections.gc_pause import paused_gc
 from projections.shapes import PlanView
@@ -40,9 +39,13 @@ FORKED_BATCH = 2_000
 MAX_WORKERS = 4
 MAX_WORKER_SESSIONS = 50_000
 # The only events of a session's stream the views fold (see projections.fold.fold_events).
-SESSION_TOPICS = frozenset(
-    get_topic(event) for event in (Session.SessionOpened, Session.CollaborationModeChanged)
-)
+SESSION_TOPICS = frozenset(get_topic(event) for event in SESSION_EVENTS)
+
+
+def folded(originator_id: str, topic: str) -> bool:
+    """Whether the views take anything from this event (a goal event: nothing, so it is
+    neither decoded nor sent to a fold worker)."""
+    return not originator_id.startswith("session:") or topic in SESSION_TOPICS
 
 
 class StaleBatch(Exception):
@@ -197,8 +200,8 @@ class ProjectionRunner:
         for notification in batch:
             originator = str(notification.originator_id)
             positions[(originator, notification.originator_version)] = notification.id
-            if originator.startswith("session:") and notification.topic not in SESSION_TOPICS:
-                continue  # goal events: the views take nothing from them, so none is decoded
+            if not folded(originator, notification.topic):
+                continue
             try:
                 # An EventRow has every attribute the mapper reads of a StoredEvent.
                 event = self.mapper.to_domain_event(notification)  # type: ignore[arg-type]
@@ -292,10 +295,9 @@ class ProjectionRunner:
         """The batch's events each worker folds (by session)."""
         parts: list[list[tuple[Any, ...]]] = [[] for _ in range(count)]
         for row in batch:
-            originator, topic = row[1], row[3]
-            if originator.startswith("session:") and topic not in SESSION_TOPICS:
-                continue  # nothing for the views (its position is needed by no row)
-            parts[hash(originator.partition(":")[2]) % count].append(row)
+            originator = row[1]
+            if folded(originator, row[3]):  # (no row needs a skipped event's position)
+                parts[hash(originator.partition(":")[2]) % count].append(row)
         return parts
 
     def _fold_part(self, state: FoldState, part: list[tuple[Any, ...]]) -> FoldedPart:

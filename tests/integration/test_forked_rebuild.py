@@ -117,7 +117,20 @@ def test_a_failing_worker_hands_the_rest_to_this_process(
         return real(self, state, part)
 
     monkeypatch.setattr(ProjectionRunner, "_fold_part", failing)
-    found = rebuilt(store, workers=2)
+    written: list[int] = []
+    runner = ProjectionRunner(open_store(store.database), store.ledger.mapper, workers=2)
+    real_write = runner.store.write_batch_rows
+
+    def write(expected: int, new: int, parts: Any) -> None:
+        written.append(new)
+        real_write(expected, new, parts)
+
+    monkeypatch.setattr(runner.store, "write_batch_rows", write)
+    runner.rebuild()
+    runner.close()
+    assert len(written) == 3  # two batches forked, the third failed: the rest in one batch here
+    assert written[-1] == store.views.status()[1]
+    found = rebuilt(store, workers=1)  # (the views as that rebuild left them)
     assert found == alone
 
 

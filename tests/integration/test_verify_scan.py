@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -144,17 +145,20 @@ def test_verify_marks_the_corrupt_sessions_in_the_views(
 
 
 def test_a_worker_that_dies_leaves_the_replay_to_this_process(
-    corrupted: tuple[PlanLedger, list[str]], monkeypatch: pytest.MonkeyPatch
+    corrupted: tuple[PlanLedger, list[str]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     service, ids = corrupted
     monkeypatch.setattr(verify_module, "PARALLEL_MIN_EVENTS", 1)
     parent, real = os.getpid(), verify_module.replay_range
+    died = tmp_path / "a worker died"
 
     def dies_in_a_worker(*args: Any) -> Any:
         if os.getpid() != parent:
+            died.touch()
             os._exit(9)
         return real(*args)
 
     monkeypatch.setattr(verify_module, "replay_range", dies_in_a_worker)
     service.ledger.verify_workers = 2
     assert service.ledger.verify().problems == per_session(service, ids)
+    assert died.exists()  # a worker did replay (and die): the report is this process's
