@@ -1,4 +1,5 @@
-"""The two input forms: detect which one a payload is, and normalise it into a candidate.
+"""The three input forms: detect which one a payload is, and normalise it into a candidate (or,
+for the task form, an operation the plan applies to its committed list).
 
 Only the *shape* is checked here (field names, JSON types, the mode ban, the input limits).
 Every rule about the content (blank titles, bounds, statuses, ids, in-progress counts) lives
@@ -22,10 +23,12 @@ from domain.models import (
     Form,
     Frozen,
     PlanSnapshot,
+    TaskOperation,
     Violation,
 )
 from domain.rules import step_label, too_many_steps
 from domain.step_ids import derive_step_ids
+from domain.tasks import parse_task_operation, task_fields
 
 __all__ = ["ParsedProposal", "clean_text", "derive_step_ids", "detect_form", "parse_proposal"]
 
@@ -38,13 +41,15 @@ PROPOSAL_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}\Z")
 
 
 class ParsedProposal(Frozen):
-    """A payload read as one of the two forms, with every shape problem found.
+    """A payload read as one of the three forms, with every shape problem found.
 
     `keeps_goal` is true when the payload leaves `goal_id` out: the plan keeps the goal it has
-    (an explicit `null` unlinks it)."""
+    (an explicit `null` unlinks it). A task-form payload has an `operation` and no candidate:
+    the plan makes the candidate by applying the operation to its committed list."""
 
     form: Form | None
     candidate: PlanSnapshot | None
+    operation: TaskOperation | None = None
     expected_revision: int | None = None
     proposal_id: str | None = None
     explanation: str | None = None
@@ -53,8 +58,11 @@ class ParsedProposal(Frozen):
 
 
 def detect_form(payload: Mapping[str, Any]) -> Form | None:
-    """`plan` means update_plan (Codex); `steps` or `title` means plan_update (strict)."""
+    """`plan` means update_plan (Codex); `steps` means plan_update (strict); `op` means a task
+    operation; otherwise `title` means plan_update."""
     has_codex = "plan" in payload
+    if "op" in payload and not has_codex and "steps" not in payload:
+        return Form.TASK
     has_strict = "steps" in payload or "title" in payload
     if has_codex and not has_strict:
         return Form.CODEX
@@ -81,6 +89,7 @@ def parse_proposal(payload: Mapping[str, Any]) -> ParsedProposal:
         explanation = limits.cut(explanation, limits.MAX_EXPLANATION_CHARS)
 
     candidate: PlanSnapshot | None = None
+    operation: TaskOperation | None = None
     if form is None:
         code = "ambiguous_form" if "plan" in payload else "missing_field"
         problems.append(
@@ -97,11 +106,14 @@ def parse_proposal(payload: Mapping[str, Any]) -> ParsedProposal:
         )
     elif form is Form.STRICT:
         candidate = _strict_candidate(payload, goal_id, problems)
+    elif form is Form.TASK:
+        operation = parse_task_operation(payload, problems)
     else:
         candidate = _codex_candidate(payload, goal_id, problems)
     return ParsedProposal(
         form=form,
         candidate=candidate,
+        operation=operation,
         expected_revision=expected_revision,
         proposal_id=proposal_id,
         explanation=explanation,
@@ -223,6 +235,8 @@ def _unknown_fields(
 def _mode_and_unknown_fields(payload: Mapping[str, Any], form: Form | None) -> list[Violation]:
     if form is None:
         allowed = STRICT_FIELDS | CODEX_FIELDS
+    elif form is Form.TASK:
+        allowed = task_fields(payload.get("op"))
     else:
         allowed = STRICT_FIELDS if form is Form.STRICT else CODEX_FIELDS
     problems = [

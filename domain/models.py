@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import operator
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 MAX_TITLE_CHARS = 200
 MAX_STEP_TITLE_CHARS = 500
@@ -18,6 +19,7 @@ class Form(StrEnum):
 
     STRICT = "strict"  # plan_update: title + steps with ids
     CODEX = "codex"  # update_plan: a complete list of {step, status}
+    TASK = "task"  # TaskCreate / TaskUpdate: one operation on the committed task list
 
 
 class Policy(StrEnum):
@@ -25,15 +27,19 @@ class Policy(StrEnum):
 
     STRICT = "strict"
     REPLACE = "replace"
+    TASKS = "tasks"
 
     @classmethod
-    def for_form(cls, form: Form) -> Policy:
-        return cls.STRICT if form is Form.STRICT else cls.REPLACE
+    def for_form(cls, form: Form | str) -> Policy:
+        return POLICY_OF_FORM[Form(form)]
 
+
+POLICY_OF_FORM = {Form.STRICT: Policy.STRICT, Form.CODEX: Policy.REPLACE, Form.TASK: Policy.TASKS}
 
 ALLOWED_STATUSES: dict[Policy, frozenset[str]] = {
     Policy.STRICT: frozenset({"pending", "in_progress", "completed"}),
     Policy.REPLACE: frozenset({"pending", "in_progress", "completed", "cancelled"}),
+    Policy.TASKS: frozenset({"pending", "in_progress", "completed"}),
 }
 
 
@@ -49,11 +55,17 @@ class Frozen(Model):
 
 
 class Step(Frozen):
-    """One step of a plan. `status` is kept as sent so the rules can name a bad one."""
+    """One step of a plan. `status` is kept as sent so the rules can name a bad one.
+
+    Steps of the tasks policy may carry `blocked_by` (ids of the tasks that must be completed
+    first) and `owner` (the agent working on it); both are left out of the JSON when unset, so
+    the other policies' steps keep their three fields."""
 
     id: str
     title: str
     status: str
+    blocked_by: tuple[str, ...] = Field(default=(), exclude_if=operator.not_)  # C: no frame
+    owner: str | None = Field(default=None, exclude_if=operator.not_)
 
 
 class PlanSnapshot(Frozen):
@@ -77,3 +89,18 @@ class Violation(Frozen):
         # `step_id` and `index` appear only where they apply.
         data: dict[str, Any] = handler(self)
         return {key: value for key, value in data.items() if value is not None}
+
+
+class TaskOperation(Frozen):
+    """One operation of the task form (Claude Code's TaskCreate / TaskUpdate), normalised:
+    texts trimmed, absent fields None. `id` None on a create: the ledger numbers the task."""
+
+    op: str
+    id: str | None = None
+    title: str | None = None
+    detail: str | None = None
+    active_form: str | None = None
+    status: str | None = None
+    owner: str | None = None
+    add_blocked_by: tuple[str, ...] = ()
+    add_blocks: tuple[str, ...] = ()

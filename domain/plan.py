@@ -11,7 +11,8 @@ from domain import rules
 from domain.base import Aggregate, Created, Event
 from domain.errors import CorruptHistory
 from domain.forms import ParsedProposal
-from domain.models import Form, Frozen, PlanSnapshot, Policy, Violation
+from domain.models import Form, Frozen, PlanSnapshot, Policy, TaskOperation, Violation
+from domain.tasks import apply_operation
 
 OutcomeStatus = Literal["pending", "committed", "rejected"]
 
@@ -21,7 +22,7 @@ REMEMBERED_OUTCOMES = 256
 
 
 class PendingProposal(Frozen):
-    """A recorded proposal not yet decided."""
+    """A recorded proposal not yet decided (`operation`: a task-form proposal's operation)."""
 
     proposal_id: str
     form: Form | None
@@ -30,6 +31,7 @@ class PendingProposal(Frozen):
     shape_violations: tuple[Violation, ...]
     fingerprint: str
     proposed_at: datetime
+    operation: TaskOperation | None = None
 
 
 class Outcome(Frozen):
@@ -44,6 +46,12 @@ class Outcome(Frozen):
 # The proposal `decide` has just judged, until its commit is applied: an instance attribute
 # that never outlives the call, so no snapshot holds it.
 JUDGED = "_judged"
+
+TOOL_OF_POLICY = {
+    Policy.STRICT: "plan_update",
+    Policy.REPLACE: "update_plan",
+    Policy.TASKS: "TaskCreate / TaskUpdate",
+}
 
 SUPERSEDED = Violation(
     code="superseded",
@@ -79,6 +87,7 @@ class Plan(Aggregate):
         fingerprint: str
         shape_violations: tuple[Violation, ...] = ()
         explanation: str | None = None
+        operation: TaskOperation | None = None
 
         def apply(self, aggregate: Plan) -> None:
             aggregate.fail_unless(
@@ -103,6 +112,7 @@ class Plan(Aggregate):
                 shape_violations=tuple(self.shape_violations),
                 fingerprint=self.fingerprint,
                 proposed_at=self.timestamp,
+                operation=self.operation,
             )
             aggregate.outcomes[self.proposal_id] = Outcome(
                 fingerprint=self.fingerprint, status="pending"
@@ -195,9 +205,12 @@ class Plan(Aggregate):
         """Record a proposal; an undecided older one is superseded (rejected) first.
 
         A payload that leaves `goal_id` out keeps the plan's current goal (recorded in the
-        candidate, so the commit and its replay see it); an explicit null unlinks it."""
+        candidate, so the commit and its replay see it); an explicit null unlinks it. A task
+        operation's candidate is the committed list with the operation applied."""
         candidate = parsed.candidate
-        if candidate is not None and parsed.keeps_goal and self.snapshot is not None:
+        if parsed.operation is not None and self.policy in (None, Policy.TASKS):
+            candidate, _ = apply_operation(self.snapshot, parsed.operation)
+        elif candidate is not None and parsed.keeps_goal and self.snapshot is not None:
             candidate = candidate.model_copy(update={"goal_id": self.snapshot.goal_id})
         if self.pending is not None:
             self.trigger_event(
@@ -215,6 +228,7 @@ class Plan(Aggregate):
             fingerprint=fingerprint,
             shape_violations=parsed.violations,
             explanation=parsed.explanation,
+            operation=parsed.operation,
         )
 
     def decide(self, session_goals: Collection[str]) -> Outcome:
@@ -251,11 +265,12 @@ class Plan(Aggregate):
                 violations.append(
                     Violation(
                         code="policy_mismatch",
-                        message=f"This plan uses the {policy} policy "
-                        f"({'plan_update' if policy == Policy.STRICT else 'update_plan'}); "
+                        message=f"This plan uses the {policy} policy ({TOOL_OF_POLICY[policy]}); "
                         "send the update in that form.",
                     )
                 )
+            elif pending.form is Form.TASK:
+                violations += self._evaluate_operation(pending, policy)
             elif pending.candidate is not None:
                 violations += rules.check_snapshot(policy, pending.candidate)
                 violations += rules.check_transition(
@@ -264,6 +279,25 @@ class Plan(Aggregate):
                 if session_goals is not None:
                     violations += rules.check_goal(pending.candidate.goal_id, session_goals)
         violations += rules.check_revision(pending.expected_revision, self.revision)
+        return violations
+
+    def _evaluate_operation(self, pending: PendingProposal, policy: Policy) -> list[Violation]:
+        """A task operation applied to the committed list, and the list it makes judged. The
+        recorded candidate must be that list (a recorded one that is not was edited)."""
+        if pending.operation is None:
+            return [Violation(code="missing_field", message="A task proposal needs an `op`.")]
+        made, violations = apply_operation(self.snapshot, pending.operation)
+        if made is None:
+            return violations
+        if pending.candidate != made:
+            violations.append(
+                Violation(
+                    code="snapshot_mismatch",
+                    message="The recorded list is not what the operation makes of the plan.",
+                )
+            )
+        violations += rules.check_snapshot(policy, made)
+        violations += rules.check_transition(policy, self.snapshot, self.accepted_ids, made)
         return violations
 
     def require_pending(self, proposal_id: str, position: int) -> PendingProposal:

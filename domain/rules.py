@@ -1,4 +1,4 @@
-"""The plan rules of both policies. Pure functions from snapshots to violations.
+"""The plan rules of every policy. Pure functions from snapshots to violations.
 
 The same functions decide a proposal and re-check every commit on replay.
 """
@@ -19,6 +19,7 @@ from domain.models import (
     Violation,
 )
 from domain.step_ids import derive_step_ids
+from domain.task_rules import check_blockers, check_started
 
 STEP_ID_PATTERN = re.compile(r"^[A-Za-z0-9._-]+\Z")
 
@@ -58,7 +59,10 @@ def check_snapshot(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
     if len(snapshot.steps) > MAX_STEPS:
         problems.append(too_many_steps(len(snapshot.steps)))
     problems += _check_steps(policy, snapshot)
-    problems += _check_in_progress(policy, snapshot)
+    if policy is Policy.TASKS:
+        problems += check_blockers(snapshot)  # any number of tasks may be in progress
+    else:
+        problems += _check_in_progress(policy, snapshot)
     if policy is Policy.REPLACE:
         problems += _check_derived_ids(snapshot)
     return problems
@@ -201,20 +205,22 @@ def check_transition(
     accepted_ids: Collection[str],
     snapshot: PlanSnapshot,
 ) -> list[Violation]:
-    """Rules across revisions (spec rules 7-8). The replace policy has none."""
-    if policy is not Policy.STRICT:
+    """Rules across revisions: no accepted step removed (strict), no completed step reopened
+    (strict, tasks), no task started past an open blocker (tasks). The replace policy has none."""
+    if policy is Policy.REPLACE:
         return []
     problems: list[Violation] = []
-    present = {step.id for step in snapshot.steps}
-    for step_id in sorted(set(accepted_ids) - present):
-        problems.append(
-            Violation(
-                code="step_removed",
-                message=f"Step {step_id!r} was accepted in an earlier revision; keep it (you may "
-                "retitle or reorder it, or complete it).",
-                step_id=step_id,
+    if policy is Policy.STRICT:
+        present = {step.id for step in snapshot.steps}
+        for step_id in sorted(set(accepted_ids) - present):
+            problems.append(
+                Violation(
+                    code="step_removed",
+                    message=f"Step {step_id!r} was accepted in an earlier revision; keep it (you "
+                    "may retitle or reorder it, or complete it).",
+                    step_id=step_id,
+                )
             )
-        )
     before = {step.id: step.status for step in previous.steps} if previous else {}
     for index, step in enumerate(snapshot.steps):
         if before.get(step.id) == "completed" and step.status in ("pending", "in_progress"):
@@ -227,6 +233,8 @@ def check_transition(
                     index=index,
                 )
             )
+    if policy is Policy.TASKS:
+        problems += check_started(previous, snapshot)
     return problems
 
 

@@ -10,8 +10,18 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from domain.base import Aggregate, Created, Event
-from domain.errors import CorruptHistory, GoalExists, GoalNotFound, IllegalTransition
+from domain.errors import (
+    CorruptHistory,
+    GoalExists,
+    GoalNotFound,
+    IllegalTransition,
+    InvalidInput,
+)
+from domain.ids import validate_id
 from domain.models import Frozen
+
+MAX_SOURCE_CHARS = 64
+MAX_CWD_CHARS = 4096
 
 
 class Mode(StrEnum):
@@ -42,16 +52,66 @@ class Goal(Frozen):
     state: GoalState
 
 
+class Origin(Frozen):
+    """Where a session comes from: the client or importer that opened it (`claude-code`,
+    `import:codex`, `mcp`, ...), the session it was forked from or is a subagent of, and the
+    working directory of the agent. Each is None when unknown."""
+
+    source: str | None = None
+    parent_session_id: str | None = None
+    cwd: str | None = None
+
+    @classmethod
+    def checked(
+        cls, source: str | None = None, parent_session_id: str | None = None, cwd: str | None = None
+    ) -> Origin:
+        """An origin whose fields are plain, bounded text (InvalidInput otherwise)."""
+        if source is not None and not (
+            0 < len(source) <= MAX_SOURCE_CHARS and source.isprintable()
+        ):
+            raise InvalidInput(f"a session source is 1-{MAX_SOURCE_CHARS} printable characters")
+        if parent_session_id is not None:
+            validate_id(parent_session_id, "parent session id")
+        if cwd is not None and not (0 < len(cwd) <= MAX_CWD_CHARS and cwd.isprintable()):
+            raise InvalidInput(f"a working directory is 1-{MAX_CWD_CHARS} printable characters")
+        return cls(source=source, parent_session_id=parent_session_id, cwd=cwd)
+
+
+NO_ORIGIN = Origin()
+
+
 class Session(Aggregate):
-    def __init__(self, session_id: str, mode: str) -> None:
+    # Class defaults: a snapshot taken before sessions had an origin restores without one.
+    source: str | None = None
+    parent_session_id: str | None = None
+    cwd: str | None = None
+
+    def __init__(
+        self,
+        session_id: str,
+        mode: str,
+        source: str | None = None,
+        parent_session_id: str | None = None,
+        cwd: str | None = None,
+    ) -> None:
         self.session_id = session_id
         self.mode = Mode(mode)
         self.goals: dict[str, Goal] = {}
+        self.source = source
+        self.parent_session_id = parent_session_id
+        self.cwd = cwd
+
+    @property
+    def origin(self) -> Origin:
+        return Origin(source=self.source, parent_session_id=self.parent_session_id, cwd=self.cwd)
 
     @dataclass(frozen=True)
     class SessionOpened(Created):
         session_id: str
         mode: str
+        source: str | None = None
+        parent_session_id: str | None = None
+        cwd: str | None = None
 
     @dataclass(frozen=True)
     class CollaborationModeChanged(Event):
@@ -115,9 +175,17 @@ class Session(Aggregate):
         edge = "cancel"
 
     @classmethod
-    def open(cls, aggregate_id: str, session_id: str, mode: Mode) -> Session:
+    def open(
+        cls, aggregate_id: str, session_id: str, mode: Mode, origin: Origin = NO_ORIGIN
+    ) -> Session:
         return cls._create(
-            cls.SessionOpened, id=aggregate_id, session_id=session_id, mode=mode.value
+            cls.SessionOpened,
+            id=aggregate_id,
+            session_id=session_id,
+            mode=mode.value,
+            source=origin.source,
+            parent_session_id=origin.parent_session_id,
+            cwd=origin.cwd,
         )
 
     def change_mode(self, mode: Mode) -> None:

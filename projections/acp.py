@@ -1,7 +1,8 @@
 """The ACP rendering of a plan: the entries of a `session/update` with `sessionUpdate: "plan"`.
 
-The complete list every time: `content` is the step title, `status` pending | in_progress |
-completed (cancelled steps are left out), `priority` as recorded for the step, else `medium`.
+The complete list every time: `content` is the step title (a task's open blockers and owner
+follow it in brackets), `status` pending | in_progress | completed (cancelled steps are left
+out), `priority` as recorded for the step, else `medium`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ def plan_entries(
 ) -> list[dict[str, str]]:
     """The ACP plan entries of `steps`; `priorities` maps a step id to its recorded priority."""
     recorded = priorities or {}
+    steps = list(steps)
+    open_ids = {step.id for step in steps if step.status != "completed"}
     entries = []
     for step in steps:
         if step.status not in ACP_STATUSES:  # cancelled: no longer part of the plan
@@ -28,12 +31,22 @@ def plan_entries(
         priority = recorded.get(step.id, DEFAULT_PRIORITY)
         entries.append(
             {
-                "content": step.title,
+                "content": step.title + _notes(step, open_ids),
                 "priority": priority if priority in ACP_PRIORITIES else DEFAULT_PRIORITY,
                 "status": step.status,
             }
         )
     return entries
+
+
+def _notes(step: Step, open_ids: set[str]) -> str:
+    notes = []
+    blockers = [b for b in step.blocked_by if b in open_ids]
+    if blockers:
+        notes.append(f"blocked by {', '.join(blockers)}")
+    if step.owner:
+        notes.append(f"owner {step.owner}")
+    return f" [{'; '.join(notes)}]" if notes else ""
 
 
 def plan_update(

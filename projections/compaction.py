@@ -61,7 +61,10 @@ def summarise(view: PlanView | None, max_chars: int = DEFAULT_MAX_CHARS) -> Comp
     pending = [s for s in steps if s.status == "pending"]
     completed = sum(s.status == "completed" for s in steps)
     cancelled = sum(s.status == "cancelled" for s in steps)
-    text, truncated = _render(view, current, pending, completed, cancelled, max_chars)
+    if view.policy == "tasks":
+        text, truncated = _render_tasks(view, completed, max_chars)
+    else:
+        text, truncated = _render(view, current, pending, completed, cancelled, max_chars)
     return CompactionSnapshot(
         state="present",
         revision=view.revision,
@@ -75,6 +78,41 @@ def summarise(view: PlanView | None, max_chars: int = DEFAULT_MAX_CHARS) -> Comp
         truncated=truncated or len(pending) > NEXT_STEPS,
         text=text,
     )
+
+
+def task_line(step: Step, open_ids: set[str]) -> str:
+    """An open task as the handoff names it: id, status, title, open blockers, owner."""
+    line = f"Task {step.id} [{step.status}]: {fit(step.title, 200)[0]}"
+    blockers = [b for b in step.blocked_by if b in open_ids]
+    if blockers:
+        line += f" (blocked by {', '.join(blockers)})"
+    if step.owner:
+        line += f" (owner {step.owner})"
+    return line
+
+
+def _render_tasks(view: PlanView, completed: int, max_chars: int) -> tuple[str, bool]:
+    """A task list: every open task with its id, status and blockers, as many as fit."""
+    open_tasks = [s for s in view.steps if s.status != "completed"]
+    open_ids = {s.id for s in open_tasks}
+    lines = [
+        f"Task list revision {view.revision}",
+        f"Progress: {completed} of {len(view.steps)} tasks completed",
+    ]
+    if view.goal_id:
+        lines.append(f"Goal: {view.goal_id}")
+    shown = [task_line(step, open_ids) for step in open_tasks]
+    dropped, cut = 0, False
+    while True:
+        body = [*lines, *shown]
+        if dropped:
+            body.append(f"(+{dropped} more open tasks)")
+        text = "\n".join(body)
+        if len(text) <= max_chars or not shown:
+            break
+        shown, dropped, cut = shown[:-1], dropped + 1, True
+    text, hard_cut = fit(text, max_chars)
+    return text, cut or hard_cut
 
 
 def _render(

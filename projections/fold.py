@@ -16,9 +16,10 @@ from typing import Any, NamedTuple
 from domain import rules
 from domain.base import Event
 from domain.errors import CorruptHistory
-from domain.models import PlanSnapshot, Policy, Step
+from domain.models import Form, PlanSnapshot, Policy, Step
 from domain.plan import Plan
 from domain.session import Session
+from domain.tasks import apply_operation
 from projections.shapes import (
     HistoryEntry,
     PendingProposalView,
@@ -26,7 +27,6 @@ from projections.shapes import (
     RejectionView,
 )
 
-POLICY_OF_FORM = {"strict": "strict", "codex": "replace"}
 SESSION_EVENTS = (Session.SessionOpened, Session.CollaborationModeChanged)
 
 
@@ -43,8 +43,11 @@ class SessionRow(NamedTuple):
     session_id: str
     version: int
     mode: str
-    opened_at: datetime  # only written when the row is new
+    opened_at: datetime  # only written when the row is new, as are the origin's fields
     at: datetime
+    source: str | None = None
+    parent_session_id: str | None = None
+    cwd: str | None = None
 
 
 @dataclass
@@ -84,10 +87,27 @@ def fold_events(
             if isinstance(event, SESSION_EVENTS):
                 session_id = originator.removeprefix("session:")
                 earlier = changes.sessions.get(session_id)
-                opened = earlier.opened_at if earlier else event.timestamp
-                changes.sessions[session_id] = SessionRow(
-                    session_id, event.originator_version, str(event.mode), opened, event.timestamp
+                row = SessionRow(
+                    session_id,
+                    event.originator_version,
+                    str(event.mode),
+                    event.timestamp,
+                    event.timestamp,
                 )
+                if earlier is not None:  # opened in this run: keep when and where from
+                    row = row._replace(
+                        opened_at=earlier.opened_at,
+                        source=earlier.source,
+                        parent_session_id=earlier.parent_session_id,
+                        cwd=earlier.cwd,
+                    )
+                elif isinstance(event, Session.SessionOpened):
+                    row = row._replace(
+                        source=event.source,
+                        parent_session_id=event.parent_session_id,
+                        cwd=event.cwd,
+                    )
+                changes.sessions[session_id] = row
             continue
         session_id = originator.removeprefix("plan:")
         if session_id in broken:
@@ -157,6 +177,7 @@ def apply_plan_event(
             expected_revision=event.expected_revision,
             proposed_at=at,
             candidate=event.candidate,
+            operation=event.operation,
         )
         entry = HistoryEntry(
             position=position,
@@ -166,6 +187,7 @@ def apply_plan_event(
             form=event.form,
             client=event.client,
             expected_revision=event.expected_revision,
+            operation=event.operation,
         )
         update: dict[str, Any] = {"pending_proposal": pending, "updated_at": at}
         return updated(view, update), entry
@@ -191,9 +213,10 @@ def apply_plan_event(
             raise CorruptHistory(
                 session_id, position, "missing_form", "a commit of a proposal without a form"
             )
-        # The first commit fixes the policy; a proposal in the other form never commits.
-        policy = view.policy or POLICY_OF_FORM[pending.form]
-        if POLICY_OF_FORM[pending.form] != policy:
+        # The first commit fixes the policy; a proposal in another form never commits.
+        form_policy = Policy.for_form(pending.form)
+        policy = view.policy or form_policy
+        if form_policy != policy:
             raise CorruptHistory(
                 session_id,
                 position,
@@ -202,6 +225,8 @@ def apply_plan_event(
             )
         before = committed_snapshot(view) if view.revision else None
         if not judged:
+            if pending.form == Form.TASK:
+                check_operation(session_id, position, pending, before, snapshot)
             check_commit(
                 policy, view.revision, session_id, position, event.revision, before, snapshot
             )
@@ -274,7 +299,7 @@ def check_commit(
         )
     policy = Policy(policy_name)
     # Under the strict policy no accepted step is ever removed, so the accepted ids are the
-    # ids of the previous snapshot.
+    # ids of the previous snapshot (the other policies have no such rule).
     accepted = [step.id for step in before.steps] if before else []
     violations = rules.check_snapshot(policy, snapshot) + rules.check_transition(
         policy, before, accepted, snapshot
@@ -282,6 +307,30 @@ def check_commit(
     if violations:
         first = violations[0]
         raise CorruptHistory(session_id, position, first.code, first.message)
+
+
+def check_operation(
+    session_id: str,
+    position: int,
+    pending: PendingProposalView,
+    before: PlanSnapshot | None,
+    snapshot: PlanSnapshot,
+) -> None:
+    """A task-form commit: its list is what the recorded operation makes of the list before."""
+    if pending.operation is None:
+        raise CorruptHistory(
+            session_id, position, "missing_field", "a task commit without its operation"
+        )
+    made, violations = apply_operation(before, pending.operation)
+    if violations:
+        raise CorruptHistory(session_id, position, violations[0].code, violations[0].message)
+    if made is None or not same_snapshot(made, snapshot):
+        raise CorruptHistory(
+            session_id,
+            position,
+            "snapshot_mismatch",
+            f"the committed list is not what operation {pending.proposal_id!r} makes of the plan",
+        )
 
 
 def updated(view: PlanView, update: dict[str, Any]) -> PlanView:
@@ -298,12 +347,14 @@ def updated(view: PlanView, update: dict[str, Any]) -> PlanView:
 
 
 def committed_snapshot(view: PlanView) -> PlanSnapshot:
-    """`PlanSnapshot.model_construct(title=view.title, steps=tuple(view.steps))` (the plan the
-    rules compare a commit with), made in one step: pydantic's construct walks every field."""
+    """`PlanSnapshot.model_construct(title=..., goal_id=..., steps=tuple(view.steps))` (the
+    plan the rules compare a commit with, and a task operation is applied to), made in one
+    step: pydantic's construct walks every field."""
     snapshot = _new(PlanSnapshot)
-    _set(snapshot, "__dict__", {"title": view.title, "goal_id": None, "steps": tuple(view.steps)})
+    steps = tuple(view.steps)
+    _set(snapshot, "__dict__", {"title": view.title, "goal_id": view.goal_id, "steps": steps})
     _set(snapshot, "__pydantic_extra__", None)
-    _set(snapshot, "__pydantic_fields_set__", {"title", "steps"})
+    _set(snapshot, "__pydantic_fields_set__", {"title", "goal_id", "steps"})
     _set(snapshot, "__pydantic_private__", None)
     return snapshot
 
@@ -326,7 +377,13 @@ def same_snapshot(candidate: PlanSnapshot | None, snapshot: PlanSnapshot) -> boo
     for a, b in zip(mine, theirs, strict=True):
         if type(a) is not Step or type(b) is not Step:
             return mine == theirs
-        if a.id != b.id or a.title != b.title or a.status != b.status:
+        if (
+            a.id != b.id
+            or a.title != b.title
+            or a.status != b.status
+            or a.blocked_by != b.blocked_by
+            or a.owner != b.owner
+        ):
             return False
     return True
 

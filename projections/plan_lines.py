@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from domain.models import Violation
+from domain.models import TaskOperation, Violation
 from projections.shapes import History, HistoryEntry, PlanView
 
 MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]", "cancelled": "[-]"}
@@ -21,7 +21,12 @@ def plan_lines(view: PlanView) -> list[str]:
     if not view.steps:
         lines.append("no plan: no steps committed")
     for step in view.steps:
-        lines.append(f"{MARKS.get(step.status, '[?]')} {step.title} (id {step.id}, {step.status})")
+        line = f"{MARKS.get(step.status, '[?]')} {step.title} (id {step.id}, {step.status}"
+        if step.blocked_by:
+            line += f", blocked by {', '.join(step.blocked_by)}"
+        if step.owner:
+            line += f", owner {step.owner}"
+        lines.append(line + ")")
     if view.pending_proposal is not None:
         lines.append(f"undecided proposal {view.pending_proposal.proposal_id}")
     return lines
@@ -58,4 +63,23 @@ def entry_line(entry: HistoryEntry) -> str:
         line += f" ({entry.form or 'unknown form'}"
         line += f", by {entry.client}" if entry.client else ""
         line += ")"
+        if entry.operation is not None:
+            line += f": {operation_text(entry.operation)}"
     return line
+
+
+def operation_text(operation: TaskOperation) -> str:
+    """A task operation as a person reads it: `update 3: status in_progress, blocked by 1`."""
+    parts = []
+    if operation.title is not None:
+        parts.append(f"title {operation.title!r}")
+    if operation.status is not None:
+        parts.append(f"status {operation.status}")
+    if operation.owner is not None:
+        parts.append(f"owner {operation.owner}")
+    if operation.add_blocked_by:
+        parts.append(f"blocked by {', '.join(operation.add_blocked_by)}")
+    if operation.add_blocks:
+        parts.append(f"blocks {', '.join(operation.add_blocks)}")
+    head = f"{operation.op} {operation.id}" if operation.id is not None else operation.op
+    return head + (f": {', '.join(parts)}" if parts else "")

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from domain.models import Model, PlanSnapshot, Step, Violation
+from domain.models import Model, PlanSnapshot, Step, TaskOperation, Violation
 
 
 class PendingProposalView(Model):
@@ -16,6 +16,7 @@ class PendingProposalView(Model):
     expected_revision: int | None
     proposed_at: datetime
     candidate: PlanSnapshot | None = None  # what a commit of it must equal (re-checked)
+    operation: TaskOperation | None = None  # a task-form proposal's operation (re-applied)
 
 
 class RejectionView(Model):
@@ -52,6 +53,7 @@ class HistoryEntry(Model):
     form: str | None = None
     client: str | None = None
     expected_revision: int | None = None
+    operation: TaskOperation | None = None  # a task-form proposal: the operation as sent
     transitions: list[Transition] | None = None
     violations: list[Violation] | None = None
 
@@ -78,11 +80,25 @@ class CorruptMark(Model):
     message: str
 
 
+class Progress(Model):
+    completed: int
+    total: int  # steps that are not cancelled
+
+
 class SessionListItem(Model):
+    """One session of the list: its plan at a glance (a corrupt one's plan is not shown) and
+    where it comes from (each None when unknown)."""
+
     session_id: str
     mode: str
     revision: int
     updated_at: datetime
+    title: str | None = None  # the plan's title, else its (first) step in progress
+    progress: Progress = Field(default_factory=lambda: Progress(completed=0, total=0))
+    source: str | None = None
+    parent_session_id: str | None = None
+    cwd: str | None = None
+    corrupt: bool = False
 
 
 class SessionList(Model):

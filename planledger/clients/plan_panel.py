@@ -18,6 +18,16 @@ STATUS_MARK = {
 }
 
 
+def step_notes(step: Mapping[str, Any]) -> str:
+    """A task's blockers and owner, as the step line shows them ("" when it has neither)."""
+    notes = ""
+    if step.get("blocked_by"):
+        notes += "  blocked by " + ", ".join(step["blocked_by"])
+    if step.get("owner"):
+        notes += f"  @{step['owner']}"
+    return notes
+
+
 def plan_panel_of(view: Mapping[str, Any]) -> Panel:
     """The plan as a panel, from the plan view's JSON (no models: the fast path uses it)."""
     lines: list[Text] = []
@@ -27,7 +37,12 @@ def plan_panel_of(view: Mapping[str, Any]) -> Panel:
     for step in steps:
         mark, style = STATUS_MARK.get(step["status"], ("[?]", "red"))
         lines.append(
-            Text.assemble((f"{mark} ", style), (step["title"], style), (f"  {step['id']}", "dim"))
+            Text.assemble(
+                (f"{mark} ", style),
+                (step["title"], style),
+                (f"  {step['id']}", "dim"),
+                (step_notes(step), "cyan"),
+            )
         )
     pending = view.get("pending_proposal")
     if pending:

@@ -12,6 +12,7 @@ from rich.text import Text
 from domain.models import Violation
 from planledger.clients.plan_panel import plan_panel_of
 from planledger.service.results import Decision, SessionView, VerifyReport
+from projections.plan_lines import operation_text
 from projections.shapes import History, PlanView, SessionList
 
 MAX_EXPLANATION_SHOWN = 500
@@ -97,6 +98,8 @@ def history_table(history: History) -> Table:
                 )
                 if part
             )
+            if entry.operation is not None:
+                details += "\n" + operation_text(entry.operation)
             # Shown once the history entry carries it (the read side records it from
             # PlanProposed.explanation); absent entries show nothing.
             said = explanation_text(getattr(entry, "explanation", None))
@@ -117,6 +120,13 @@ def session_text(view: SessionView) -> Group:
     lines = [
         Text.assemble(("session ", "dim"), (view.session_id, "bold"), ("  mode ", "dim"), view.mode)
     ]
+    for label, value in (
+        ("source", view.source),
+        ("parent", view.parent_session_id),
+        ("cwd", view.cwd),
+    ):
+        if value:
+            lines.append(Text.assemble((f"  {label} ", "dim"), value))
     for goal in view.goals:
         lines.append(Text(f"  goal {goal.goal_id} [{goal.state}]: {goal.objective}"))
     lines.append(Text(f"  should_continue: {str(view.should_continue).lower()}", style="dim"))
@@ -147,13 +157,20 @@ def session_list_table(sessions: SessionList) -> Table | Text:
     if not sessions.sessions:
         return Text("No sessions yet: open one with `planledger session open ID`.")
     table = Table(box=None, pad_edge=False)
-    for column in ("session", "mode", "revision", "updated"):
-        table.add_column(column)
+    for column in ("session", "mode", "rev", "progress", "title", "source", "updated"):
+        table.add_column(column, overflow="fold" if column == "title" else "ellipsis")
     for item in sessions.sessions:
+        progress = f"{item.progress.completed}/{item.progress.total}" if item.progress.total else ""
+        title = Text("CORRUPT", style="bold red") if item.corrupt else Text(item.title or "")
+        if item.parent_session_id:
+            title.append(f"  ↳ {item.parent_session_id}", style="dim")
         table.add_row(
             item.session_id,
             item.mode,
             str(item.revision),
+            progress,
+            title,
+            item.source or "",
             item.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
         )
     return table

@@ -22,7 +22,7 @@ from domain.errors import (
     StorageUnavailable,
 )
 from domain.ids import validate_id
-from domain.session import Mode
+from domain.session import Mode, Origin
 from planledger.service.feed import ChangeSignal, FeedEvent
 from planledger.service.files import FilesFollower, PlanFiles
 from planledger.service.ledger import Call, Ledger
@@ -69,9 +69,20 @@ class PlanLedger:
 
     # -- commands ---------------------------------------------------------------------------
 
-    def open_session(self, session_id: str, mode: Mode | str = Mode.WORK) -> SessionView:
-        """Open a session and its empty plan; `exists` if it is already open."""
-        view = self.ledger.open_session(session_id, Mode(mode))
+    def open_session(
+        self,
+        session_id: str,
+        mode: Mode | str = Mode.WORK,
+        *,
+        source: str | None = None,
+        parent_session_id: str | None = None,
+        cwd: str | None = None,
+    ) -> SessionView:
+        """Open a session and its empty plan; `exists` if it is already open. `source` names
+        the client or importer opening it, `parent_session_id` the session it was forked
+        from or works for, `cwd` the agent's working directory (each None when unknown)."""
+        origin = Origin.checked(source, parent_session_id, cwd)
+        view = self.ledger.open_session(session_id, Mode(mode), origin)
         self._after_write(session_id)
         return view
 
@@ -112,12 +123,17 @@ class PlanLedger:
         return decisions
 
     def submit_sessions(
-        self, batches: Mapping[str, Sequence[Call]], *, open_missing: bool = False
+        self,
+        batches: Mapping[str, Sequence[Call]],
+        *,
+        open_missing: bool = False,
+        origins: Mapping[str, Origin] | None = None,
     ) -> dict[str, list[Decision]]:
         """Bulk recording (imports): many sessions' calls in one transaction, each decided as
-        `submit` would; `open_missing` opens the sessions that do not exist yet. Their
-        plan.json files are back-filled in the background, not written one by one."""
-        results = self.ledger.submit_sessions(batches, open_missing=open_missing)
+        `submit` would; `open_missing` opens the sessions that do not exist yet (with their
+        `origins`). Their plan.json files are back-filled in the background, not written one
+        by one."""
+        results = self.ledger.submit_sessions(batches, open_missing=open_missing, origins=origins)
         self._after_write()
         return results
 

@@ -28,9 +28,9 @@ from domain.errors import (
 )
 from domain.forms import ParsedProposal, clean_text, parse_proposal
 from domain.ids import plan_aggregate_id, session_aggregate_id, validate_id
-from domain.models import PlanSnapshot, Violation
+from domain.models import PlanSnapshot, TaskOperation, Violation
 from domain.plan import Outcome, PendingProposal, Plan
-from domain.session import Goal, Mode, Session
+from domain.session import NO_ORIGIN, Goal, Mode, Origin, Session
 from planledger.service.results import (
     Decision,
     GoalView,
@@ -153,16 +153,18 @@ class Ledger(Application[str]):
 
     def register_transcodings(self, transcoder: JSONTranscoder) -> None:
         super().register_transcodings(transcoder)
-        for model in (PlanSnapshot, Violation, PendingProposal, Outcome, Goal):
+        for model in (PlanSnapshot, Violation, PendingProposal, Outcome, Goal, TaskOperation):
             transcoder.register(PydanticTranscoding(model))
 
     # -- sessions and goals -----------------------------------------------------------------
 
     @heals
-    def open_session(self, session_id: str, mode: Mode = Mode.WORK) -> SessionView:
+    def open_session(
+        self, session_id: str, mode: Mode = Mode.WORK, origin: Origin = NO_ORIGIN
+    ) -> SessionView:
         """Open a session (and its empty plan). SessionExists if it is already open."""
         validate_id(session_id)
-        session = Session.open(session_aggregate_id(session_id), session_id, Mode(mode))
+        session = Session.open(session_aggregate_id(session_id), session_id, Mode(mode), origin)
         plan = Plan.create(plan_aggregate_id(session_id), session_id)
         try:
             self._store(session, plan)
@@ -302,19 +304,27 @@ class Ledger(Application[str]):
         return self.submit_sessions({session_id: calls})[session_id]
 
     def submit_sessions(
-        self, batches: Mapping[str, Sequence[Call]], *, open_missing: bool = False
+        self,
+        batches: Mapping[str, Sequence[Call]],
+        *,
+        open_missing: bool = False,
+        origins: Mapping[str, Origin] | None = None,
     ) -> dict[str, list[Decision]]:
         """`submit_batch` for many sessions at once, all in one transaction; with
-        `open_missing`, a session that does not exist yet is opened in it too."""
+        `open_missing`, a session that does not exist yet is opened in it too, with its
+        origin from `origins`."""
         parsed: dict[str, list[ParsedCall]] = {}
         for session_id, calls in batches.items():
             validate_id(session_id)
             parsed[session_id] = [parse_call(call) for call in calls]
-        return self._record_sessions(parsed, open_missing)
+        return self._record_sessions(parsed, open_missing, origins or {})
 
     @heals
     def _record_sessions(
-        self, batches: dict[str, list[ParsedCall]], open_missing: bool
+        self,
+        batches: dict[str, list[ParsedCall]],
+        open_missing: bool,
+        origins: Mapping[str, Origin],
     ) -> dict[str, list[Decision]]:
         for _ in self._attempts():
             aggregates: list[Aggregate] = []
@@ -329,7 +339,12 @@ class Ledger(Application[str]):
                 except SessionNotFound:
                     if not open_missing:
                         raise
-                    session = Session.open(session_aggregate_id(session_id), session_id, Mode.WORK)
+                    session = Session.open(
+                        session_aggregate_id(session_id),
+                        session_id,
+                        Mode.WORK,
+                        origins.get(session_id, NO_ORIGIN),
+                    )
                     plan = Plan.create(plan_aggregate_id(session_id), session_id)
                     aggregates.append(session)
                     offset += len(session.pending_events)
@@ -561,6 +576,9 @@ def session_view(session: Session) -> SessionView:
             for goal in session.goals.values()
         ],
         should_continue=session.should_continue,
+        source=session.source,
+        parent_session_id=session.parent_session_id,
+        cwd=session.cwd,
     )
 
 

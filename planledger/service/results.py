@@ -41,6 +41,9 @@ class SessionView(Model):
     mode: str
     goals: list[GoalView]
     should_continue: bool
+    source: str | None = None
+    parent_session_id: str | None = None
+    cwd: str | None = None
 
 
 class Problem(Model):

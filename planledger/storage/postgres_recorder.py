@@ -19,7 +19,7 @@ from psycopg import sql
 
 from planledger.storage.recorder import InlineViews
 from planledger.storage.schema import VIEWS
-from planledger.storage.view_rows import ViewRows, rows_of
+from planledger.storage.view_rows import SESSION_COLUMNS, ViewRows, rows_of
 
 
 class OneTripPostgresRecorder(PostgresApplicationRecorder):
@@ -159,14 +159,19 @@ def insert_with_views(
     if n_sessions:
         parts.append(
             sql.SQL(
-                ", s AS (INSERT INTO {table} (session_id, version, mode, opened_at, updated_at) "
-                "SELECT * FROM (VALUES {rows}) AS r(sid, version, mode, opened_at, updated_at) "
+                ", s AS (INSERT INTO {table} ({columns}) SELECT * FROM (VALUES {rows}) "
+                "AS r(sid, version, mode, opened_at, updated_at, source, parent, cwd) "
                 "WHERE EXISTS (SELECT 1 FROM caught) ON CONFLICT (session_id) DO UPDATE SET "
                 "version = excluded.version, mode = excluded.mode, "
                 "updated_at = excluded.updated_at WHERE {table}.version < excluded.version)"
             ).format(
                 table=sql.Identifier(schema, "planledger_sessions"),
-                rows=values(n_sessions, "(%s::text, %s::bigint, %s::text, %s::text, %s::text)"),
+                columns=sql.SQL(SESSION_COLUMNS),
+                rows=values(
+                    n_sessions,
+                    "(%s::text, %s::bigint, %s::text, %s::text, %s::text, %s::text, %s::text, "
+                    "%s::text)",
+                ),
             )
         )
     parts.append(

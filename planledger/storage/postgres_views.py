@@ -12,7 +12,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from planledger.storage.settings import DatabaseSettings, postgres_conninfo
-from planledger.storage.view_rows import COPY_HISTORY, ViewRows
+from planledger.storage.view_rows import COPY_HISTORY, SESSION_COLUMNS, ViewRows
 from planledger.storage.views import ViewStore
 
 Rows = TypeVar("Rows")
@@ -32,8 +32,9 @@ MARK_CORRUPT = (
     "corrupt = excluded.corrupt, position = excluded.position"
 )
 UPSERT_SESSIONS = (
-    "INSERT INTO planledger_sessions (session_id, version, mode, opened_at, updated_at) "
-    "SELECT * FROM unnest(%b::text[], %b::bigint[], %b::text[], %b::text[], %b::text[]) "
+    f"INSERT INTO planledger_sessions ({SESSION_COLUMNS}) "
+    "SELECT * FROM unnest(%b::text[], %b::bigint[], %b::text[], %b::text[], %b::text[], "
+    "%b::text[], %b::text[], %b::text[]) "
     "ON CONFLICT (session_id) DO UPDATE SET version = excluded.version, mode = excluded.mode, "
     "updated_at = excluded.updated_at WHERE planledger_sessions.version < excluded.version"
 )

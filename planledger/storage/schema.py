@@ -19,7 +19,8 @@ from planledger.storage.settings import DatabaseSettings, postgres_conninfo
 # Bump when a view table changes shape: the views are dropped and rebuilt from the events.
 # 3: PostgreSQL keeps the views' JSON as `json`, not `jsonb`; history has no index of its own
 #    for one session's feed (its primary key, by stream position, is in the same order).
-SCHEMA_VERSION = 3
+# 4: sessions keep where they come from (source, parent_session_id, cwd).
+SCHEMA_VERSION = 4
 ADVISORY_LOCK_KEY = 7_310_423_118  # arbitrary, constant: "planledger schema set-up"
 VIEWS = "views"
 
@@ -52,7 +53,7 @@ def view_ddl(json_type: str) -> list[str]:
         "ON planledger_plan_history (session_id, revision)",
         "CREATE TABLE IF NOT EXISTS planledger_sessions (session_id TEXT PRIMARY KEY, "
         "version BIGINT NOT NULL, mode TEXT NOT NULL, opened_at TEXT NOT NULL, "
-        "updated_at TEXT NOT NULL)",
+        "updated_at TEXT NOT NULL, source TEXT, parent_session_id TEXT, cwd TEXT)",
     ]
 
 

@@ -79,6 +79,9 @@ def rows_of(changes: ViewChanges, store_position: Callable[[str, int], int | Non
                 session.mode,
                 session.opened_at.isoformat(),
                 session.at.isoformat(),
+                session.source,
+                session.parent_session_id,
+                session.cwd,
             )
         )
     return rows
@@ -116,10 +119,13 @@ COPY_HISTORY = (
 )
 
 
+SESSION_COLUMNS = "session_id, version, mode, opened_at, updated_at, source, parent_session_id, cwd"
+
+
 def upsert_session(p: str) -> str:
     return (
-        "INSERT INTO planledger_sessions (session_id, version, mode, opened_at, updated_at) "
-        f"VALUES ({p}, {p}, {p}, {p}, {p}) ON CONFLICT (session_id) DO UPDATE SET "
+        f"INSERT INTO planledger_sessions ({SESSION_COLUMNS}) "
+        f"VALUES ({', '.join([p] * 8)}) ON CONFLICT (session_id) DO UPDATE SET "
         "version = excluded.version, mode = excluded.mode, updated_at = excluded.updated_at "
         "WHERE planledger_sessions.version < excluded.version"
     )

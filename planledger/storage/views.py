@@ -13,14 +13,14 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import datetime
 from typing import Any
 
 from planledger.storage.settings import DatabaseSettings
 from planledger.storage.view_rows import Row, ViewRows, rows_of, write_rows
 from projections.fold import ViewChanges, empty_view
 from projections.runner import VIEWS, LoadedView, StaleBatch
-from projections.shapes import CorruptMark, HistoryEntry, PlanView, SessionList, SessionListItem
+from projections.session_list import session_item
+from projections.shapes import CorruptMark, HistoryEntry, PlanView, SessionList
 
 
 class ViewStore(ABC):
@@ -253,27 +253,24 @@ class ViewStore(ABC):
         ]
 
     def session_list(self) -> SessionList:
-        """Every session with its mode and plan revision, the most recently active first."""
+        """Every session with its mode, its plan at a glance and its origin, the most recently
+        active first."""
         rows = self._query(
-            "SELECT s.session_id, s.mode, s.updated_at, v.revision, v.view "
-            "FROM planledger_sessions s LEFT JOIN planledger_plan_views v "
-            "ON v.session_id = s.session_id"
+            "SELECT s.session_id, s.mode, s.updated_at, s.source, s.parent_session_id, s.cwd, "
+            "v.view, v.corrupt IS NOT NULL FROM planledger_sessions s "
+            "LEFT JOIN planledger_plan_views v ON v.session_id = s.session_id"
         )
-        items = []
-        for session_id, mode, session_at, revision, view in rows:
-            updated = datetime.fromisoformat(session_at)
-            if view is not None:
-                plan_at = json_value(view).get("updated_at")
-                if plan_at:
-                    updated = max(updated, datetime.fromisoformat(plan_at))
-            items.append(
-                SessionListItem(
-                    session_id=session_id,
-                    mode=mode,
-                    revision=int(revision or 0),
-                    updated_at=updated,
-                )
+        items = [
+            session_item(
+                session_id,
+                mode,
+                session_at,
+                (source, parent, cwd),
+                json_value(view) if view is not None else None,
+                bool(corrupt),
             )
+            for session_id, mode, session_at, source, parent, cwd, view, corrupt in rows
+        ]
         items.sort(key=lambda item: (item.updated_at, item.session_id), reverse=True)
         return SessionList(sessions=items)
 

@@ -68,7 +68,9 @@ def test_committed_snapshot_is_model_construct() -> None:
     for title, listed in (("T", steps), (None, []), ("T", steps[:1])):
         view = updated(view, {"title": title, "steps": listed})
         mine = committed_snapshot(view)
-        theirs = PlanSnapshot.model_construct(title=view.title, steps=tuple(view.steps))
+        theirs = PlanSnapshot.model_construct(
+            title=view.title, goal_id=view.goal_id, steps=tuple(view.steps)
+        )
         assert mine == theirs
         assert mine.model_fields_set == theirs.model_fields_set
         assert mine.model_dump_json() == theirs.model_dump_json()

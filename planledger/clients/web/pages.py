@@ -7,7 +7,7 @@ from html import escape
 from urllib.parse import quote
 
 from planledger.service.results import SessionView
-from projections.shapes import SessionList
+from projections.shapes import SessionList, SessionListItem
 
 
 def layout(title: str, body: str, static: str, *, script: bool = False) -> str:
@@ -42,25 +42,78 @@ def when(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def session_list_page(sessions: SessionList, static: str) -> str:
-    rows = "\n".join(
-        f'<tr data-session-id="{escape(item.session_id)}">'
-        f'<td><a href="{escape(session_href(item.session_id))}">{escape(item.session_id)}</a></td>'
-        f"<td>{escape(item.mode)}</td>"
-        f'<td class="num">{item.revision}</td>'
-        f"<td>{escape(when(item.updated_at))}</td></tr>"
+def session_list_page(
+    sessions: SessionList, static: str, *, source: str | None = None, query: str | None = None
+) -> str:
+    """Every session (newest first), or those of one `source` whose title or id holds
+    `query`; with a form to choose them."""
+    sources = sorted({item.source for item in sessions.sessions if item.source})
+    needle = (query or "").strip().casefold()
+    shown = [
+        item
         for item in sessions.sessions
-    )
+        if (not source or item.source == source)
+        and (
+            not needle
+            or needle in (item.title or "").casefold()
+            or needle in item.session_id.casefold()
+        )
+    ]
+    rows = "\n".join(session_row(item) for item in shown)
     if rows:
         content = (
-            '<table id="sessions"><thead><tr><th>session</th><th>mode</th>'
+            '<table id="sessions"><thead><tr><th>session</th><th>plan</th>'
+            '<th class="num">progress</th><th>source</th><th>mode</th>'
             '<th class="num">revision</th><th>last activity</th></tr></thead>'
             f"<tbody>{rows}</tbody></table>"
         )
+    elif sessions.sessions:
+        content = '<p class="empty" id="sessions">No session matches.</p>'
     else:
         content = '<p class="empty" id="sessions">No sessions yet.</p>'
-    body = f'<main class="page"><h1>Sessions</h1>{content}</main>'
+    options = "".join(
+        f'<option value="{escape(name)}"{" selected" if name == source else ""}>'
+        f"{escape(name)}</option>"
+        for name in sources
+    )
+    filters = (
+        '<form class="filters" id="filters" method="get" action="/ui" role="search">'
+        '<select name="source" aria-label="source"><option value="">all sources</option>'
+        f"{options}</select>"
+        '<input type="search" name="q" placeholder="search titles" aria-label="search titles" '
+        f'value="{escape(query or "")}"><button type="submit">filter</button></form>'
+    )
+    body = f'<main class="page"><h1>Sessions</h1>{filters}{content}</main>'
     return layout("sessions", body, static)
+
+
+def session_row(item: SessionListItem) -> str:
+    """A session's row: its plan at a glance, where it comes from, and when it last moved."""
+    if item.corrupt:
+        plan = '<span class="corrupt">corrupt history</span>'
+    else:
+        plan = escape(item.title or "") or '<span class="muted">no plan</span>'
+    if item.parent_session_id:
+        parent = escape(item.parent_session_id)
+        plan += (
+            f'<div class="sub">from <a href="{escape(session_href(item.parent_session_id))}">'
+            f"{parent}</a></div>"
+        )
+    if item.cwd:
+        plan += f'<div class="sub"><code>{escape(item.cwd)}</code></div>'
+    progress = item.progress
+    done = f"{progress.completed}/{progress.total}" if progress.total else ""
+    return (
+        f'<tr data-session-id="{escape(item.session_id)}" '
+        f'data-source="{escape(item.source or "")}" data-corrupt="{str(item.corrupt).lower()}">'
+        f'<td><a href="{escape(session_href(item.session_id))}">{escape(item.session_id)}</a></td>'
+        f'<td class="title">{plan}</td>'
+        f'<td class="num">{done}</td>'
+        f"<td>{escape(item.source or '')}</td>"
+        f"<td>{escape(item.mode)}</td>"
+        f'<td class="num">{item.revision}</td>'
+        f"<td>{escape(when(item.updated_at))}</td></tr>"
+    )
 
 
 def goal_items(view: SessionView) -> str:

@@ -17,7 +17,7 @@ STATIC_PREFIX = "/ui/static"
 PAGE_HEADERS = {
     # Only this server's own script, styles and API: hostile text cannot load or run anything.
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
-    "img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; "
+    "img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; "
     "frame-ancestors 'none'",
     "Referrer-Policy": "no-referrer",
     "X-Content-Type-Options": "nosniff",
@@ -29,11 +29,15 @@ router = APIRouter(include_in_schema=False)
 
 @router.get("/ui")
 def session_list(request: Request) -> Response:
-    """Every session, newest first, each a link to its page."""
+    """Every session, newest first, each a link to its page (`?source=` keeps one source's,
+    `?q=` those whose title or id holds the words)."""
     handoff = token_handoff(request)
     if handoff is not None:
         return handoff
-    return page(pages.session_list_page(service_of(request).sessions(), STATIC_PREFIX))
+    sessions = service_of(request).sessions()
+    source = request.query_params.get("source") or None
+    query = request.query_params.get("q") or None
+    return page(pages.session_list_page(sessions, STATIC_PREFIX, source=source, query=query))
 
 
 @router.get("/ui/sessions/{session_id}")

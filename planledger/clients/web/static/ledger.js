@@ -82,9 +82,21 @@
     $("plan").replaceChildren(
       ...plan.steps.map((step) => {
         const from = changed.has(step.id) ? changed.get(step.id) || "new" : null;
+        // A task's blockers and owner are shown by the style sheet: the text stays the title.
+        const notes = [];
+        if (step.blocked_by && step.blocked_by.length) notes.push(`blocked by ${step.blocked_by.join(", ")}`);
+        if (step.owner) notes.push(`@${step.owner}`);
         return h(
           "li",
-          { class: "step", "data-step-id": step.id, "data-status": step.status, "data-from": from },
+          {
+            class: "step",
+            "data-step-id": step.id,
+            "data-status": step.status,
+            "data-from": from,
+            "data-blocked-by": step.blocked_by && step.blocked_by.length ? step.blocked_by.join(" ") : null,
+            "data-owner": step.owner || null,
+            "data-notes": notes.length ? notes.join(" · ") : null,
+          },
           step.title,
         );
       }),
@@ -142,7 +154,21 @@
     const source = [entry.form && `${entry.form} form`, entry.client && `from ${entry.client}`];
     const expected =
       typeof entry.expected_revision === "number" ? `expects ${entry.expected_revision}` : null;
-    return h("p", { class: "muted small" }, [...source, expected].filter(Boolean).join(" · "));
+    const said = h("p", { class: "muted small" }, [...source, expected].filter(Boolean).join(" · "));
+    if (!entry.operation) return said;
+    return h("div", {}, said, h("p", { class: "operation small" }, operationText(entry.operation)));
+  }
+
+  // A task operation as a person reads it: "update 3: status in_progress, blocked by 1".
+  function operationText(op) {
+    const parts = [];
+    if (op.title !== null && op.title !== undefined) parts.push(`title "${op.title}"`);
+    if (op.status) parts.push(`status ${op.status}`);
+    if (op.owner) parts.push(`owner ${op.owner}`);
+    if (op.add_blocked_by && op.add_blocked_by.length) parts.push(`blocked by ${op.add_blocked_by.join(", ")}`);
+    if (op.add_blocks && op.add_blocks.length) parts.push(`blocks ${op.add_blocks.join(", ")}`);
+    const head = op.id ? `${op.op} ${op.id}` : op.op;
+    return parts.length ? `${head}: ${parts.join(", ")}` : head;
   }
 
   function entryTitle(entry) {
