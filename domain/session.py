@@ -80,6 +80,14 @@ class Origin(Frozen):
 NO_ORIGIN = Origin()
 
 
+def plain_cwd(value: object) -> str | None:
+    """`value` when it is a working directory a session can hold (plain text, bounded), else
+    None: an agent's odd path is left out, never a reason to refuse its plan."""
+    if isinstance(value, str) and 0 < len(value) <= MAX_CWD_CHARS and value.isprintable():
+        return value
+    return None
+
+
 class Session(Aggregate):
     # Class defaults: a snapshot taken before sessions had an origin restores without one.
     source: str | None = None

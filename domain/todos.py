@@ -1,6 +1,7 @@
-"""Agents' todo lists (Claude Code's TodoWrite, Gemini's write_todos, ACP plan entries) as the
-Codex form: one mapping for the importers, the hooks and the ACP proxy, so the same call is the
-same proposal (and the same fingerprint) whichever of them records it."""
+"""Agents' plan tools as the ledger's forms: todo lists (Claude Code's TodoWrite, Gemini's
+write_todos, ACP plan entries) in the Codex form, Claude Code's task tools in the task form. One
+mapping for the importers, the hooks and the ACP proxy, so the same call is the same proposal
+(and the same fingerprint) whichever of them records it."""
 
 from __future__ import annotations
 
@@ -18,3 +19,39 @@ def codex_steps(items: Sequence[Any], text_key: str = "content") -> list[Any]:
         else item
         for item in items
     ]
+
+
+# Claude Code's task tools' fields, and the task form's name for each (SPEC "Three input forms").
+TASK_CREATE_FIELDS = {"subject": "title", "description": "detail", "activeForm": "active_form"}
+TASK_UPDATE_FIELDS = {
+    "taskId": "id",
+    "status": "status",
+    "subject": "title",
+    "description": "detail",
+    "activeForm": "active_form",
+    "owner": "owner",
+    "addBlockedBy": "add_blocked_by",
+    "addBlocks": "add_blocks",
+}
+
+
+def task_create_payload(tool_input: Any, task_id: Any = None) -> dict[str, Any]:
+    """A TaskCreate call in the task form, with the id Claude Code gave the task (None: the
+    ledger numbers it). Fields the task form does not define (`metadata`) are left out."""
+    payload = _renamed(tool_input, TASK_CREATE_FIELDS, {"op": "create"})
+    if task_id is not None:
+        payload["id"] = task_id
+    return payload
+
+
+def task_update_payload(tool_input: Any) -> dict[str, Any]:
+    """A TaskUpdate call in the task form (only the fields it sent)."""
+    return _renamed(tool_input, TASK_UPDATE_FIELDS, {"op": "update"})
+
+
+def _renamed(tool_input: Any, names: dict[str, str], payload: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(tool_input, dict):
+        for name, field in names.items():
+            if name in tool_input:
+                payload[field] = tool_input[name]
+    return payload

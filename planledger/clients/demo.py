@@ -72,7 +72,7 @@ def run_demo(ledger: PlanLedger, out: Console) -> str:
 
     out.print(f"[bold]plan ledger demo[/] on {where}")
     step("1. The harness opens a session; the user starts a goal")
-    ledger.open_session(session_id)
+    ledger.open_session(session_id, source="demo")
     view = ledger.start_goal(session_id, "export", "Ship session export")
     out.print(render.session_text(view))
 

@@ -34,6 +34,9 @@ IDLE_ENV = "PLANLEDGER_WARM_IDLE"
 IDLE_SECONDS = 600.0
 ANSWER_TIMEOUT = 60.0
 PACKAGES = ("domain", "projections", "planledger")
+# The caller's variables a command run here reads (a hook's shared task list, its deadline):
+# set for that command only, as the caller had them.
+FORWARDED_ENV = ("CLAUDE_CODE_TASK_LIST_ID", "PLANLEDGER_HOOK_DEADLINE")
 
 
 def enabled(database: str | None) -> bool:
@@ -88,7 +91,12 @@ def call(args: list[str], database: str | None, stdin: bytes) -> int | None:
         client.close()
         start(path, database)
         return None
-    request = {"args": args, "stdin": base64.b64encode(stdin).decode(), "cwd": os.getcwd()}
+    request = {
+        "args": args,
+        "stdin": base64.b64encode(stdin).decode(),
+        "cwd": os.getcwd(),
+        "env": {name: os.environ[name] for name in FORWARDED_ENV if name in os.environ},
+    }
     with client:
         try:
             client.sendall(json.dumps(request).encode() + b"\n")
@@ -253,7 +261,15 @@ def answer_one(connection: socket.socket, database: str | None) -> None:
     stdout, stderr = io.StringIO(), io.StringIO()
     code: int | None = 1
     saved = sys.stdin, os.getcwd()
+    given: dict[str, Any] = request["env"] if isinstance(request.get("env"), dict) else {}
+    saved_env = {name: os.environ.get(name) for name in FORWARDED_ENV}
     try:
+        for name in FORWARDED_ENV:
+            value = given.get(name)
+            if isinstance(value, str):
+                os.environ[name] = value
+            else:
+                os.environ.pop(name, None)
         os.chdir(request["cwd"])
         sys.stdin = text_stream(base64.b64decode(request["stdin"]))
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
@@ -270,6 +286,11 @@ def answer_one(connection: socket.socket, database: str | None) -> None:
         sys.stdin = saved[0]
         with contextlib.suppress(OSError):
             os.chdir(saved[1])
+        for name, value in saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     answer = {"code": 1 if code is None else code, "stdout": stdout.getvalue()}
     answer["stderr"] = stderr.getvalue()
     with contextlib.suppress(OSError):

@@ -12,15 +12,25 @@ EARLIEST = datetime.min.replace(tzinfo=UTC)
 
 @dataclass(frozen=True)
 class PlanCall:
-    """A plan tool call: its ledger session, its id (the proposal id), its payload in the Codex
-    form, when it was made, and where it was read (for reports)."""
+    """A plan tool call: its ledger session, its id (the proposal id), its payload in one of the
+    ledger's forms, when it was made, and where it was read (for reports).
+
+    `payload` None: the call changed nothing in the agent (it was answered with an error), so it
+    is counted and not recorded. `created_task`: the task id a task-form create made (a task is
+    created once, whichever hook or import records it). `replay_of`: the ledger sessions whose
+    history the line repeats (a Codex fork's copy of its parent's): a call already recorded in
+    one of them is not recorded again. `parent_session_id` and `cwd` describe the session."""
 
     session_id: str
     call_id: str
-    payload: dict[str, Any]
+    payload: dict[str, Any] | None
     at: datetime
     path: str
     line: int
+    parent_session_id: str | None = None
+    cwd: str | None = None
+    created_task: str | None = None
+    replay_of: tuple[str, ...] = ()
 
 
 def parse_timestamp(value: Any, fallback: datetime) -> datetime:

@@ -1,23 +1,57 @@
-"""Claude Code transcripts: `TodoWrite` tool uses, in ledger session `claude-<sessionId>`."""
+"""Claude Code transcripts: `TodoWrite` lists in the Codex form, and the task tools (`TaskCreate`,
+`TaskUpdate`; Claude Code 2.1.19 and later) in the task form.
+
+A session's calls may be spread over several files that overlap (growing snapshots of one
+transcript), and a call's answer may come in a later line, so `read_claude` gathers each file's
+tool uses and answers, and `claude_calls` makes the calls of every file of a run at once:
+
+- main-session lines carry `message.content[]`; a subagent's lines are `progress` lines of the
+  parent's file (`data.type == "agent_progress"`, `data.agentId`, `data.message.message`) or the
+  lines of its own `subagents/agent-<id>.jsonl` (top-level `agentId`);
+- `TodoWrite` goes to `claude-<sessionId>`, a subagent's to `claude-<sessionId>-<agentId>`;
+- task-tool calls of the session and its subagents go to the session's task list,
+  `claude-<sessionId>` (or the shared list the caller names);
+- a `TaskCreate` takes the id Claude Code gave it, from its answer's `toolUseResult.task.id` or
+  text `Task #<id> created successfully`; a call answered with an error changed nothing in
+  Claude Code, nor does a create not answered yet: both are counted, not recorded.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from domain.todos import codex_steps
+from domain.todos import codex_steps, task_create_payload, task_update_payload
 from planledger.importers.calls import EARLIEST, PlanCall, parse_timestamp
 from planledger.importers.lines import describe, records
 from planledger.importers.report import LineError
 
-MARKERS = (b'"TodoWrite"',)
+TODO_WRITE, TASK_CREATE, TASK_UPDATE = "TodoWrite", "TaskCreate", "TaskUpdate"
+PLAN_TOOLS = frozenset({TODO_WRITE, TASK_CREATE, TASK_UPDATE})
+# Lines that can hold a plan call or the answer a task call needs (its id, or an error).
+MARKERS = (
+    b'"TodoWrite"',
+    b'"TaskCreate"',
+    b'"TaskUpdate"',
+    b"Task #",
+    b'"is_error":true',
+    b'"is_error": true',
+)
+CREATED = re.compile(r"Task #([A-Za-z0-9._-]+) created successfully")
 
 
 def session_id(claude_id: str) -> str:
     return f"claude-{claude_id}"
+
+
+def subagent_session_id(claude_id: str, agent_id: str) -> str:
+    """A subagent's own TodoWrite list: never the main session's plan."""
+    return f"claude-{claude_id}-{agent_id}"
 
 
 def todos_payload(todos: Sequence[Any]) -> dict[str, Any]:
@@ -44,52 +78,206 @@ def todo_input(tool_input: Any) -> list[Any]:
     return todos
 
 
-def read_claude(
-    path: Path, errors: list[LineError], advance: Callable[[int], None]
-) -> list[PlanCall]:
-    """Every TodoWrite call of one transcript file, each in its line's session."""
-    calls: list[PlanCall] = []
+@dataclass(frozen=True)
+class ToolUse:
+    """A plan tool's call as the transcript holds it."""
+
+    call_id: str
+    name: str
+    input: Any
+    claude_session: str | None
+    agent_id: str | None
+    at: datetime
+    cwd: str | None
+    path: str
+    line: int
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    is_error: bool
+    task_id: str | None = None  # the id a TaskCreate's answer names
+
+
+@dataclass
+class Findings:
+    """One file's plan tool calls and the answers it holds (to any call: the answer of a call
+    in one file may be in another)."""
+
+    uses: list[ToolUse] = field(default_factory=list)
+    results: dict[str, ToolResult] = field(default_factory=dict)
+
+
+def read_claude(path: Path, errors: list[LineError], advance: Callable[[int], None]) -> Findings:
+    """The plan tool calls and answers of one transcript file."""
+    found = Findings()
     at = EARLIEST
     for number, record in records(path, MARKERS, errors, advance):
-        message = record.get("message") if isinstance(record, dict) else None
-        content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(content, list):
+        if not isinstance(record, dict):
             continue
-        for block in content:
-            if not (
-                isinstance(block, dict)
-                and block.get("type") == "tool_use"
-                and block.get("name") == "TodoWrite"
-            ):
+        at = parse_timestamp(record.get("timestamp"), at)
+        for message, agent_id, when in _messages(record, at):
+            content = message.get("content")
+            if not isinstance(content, list):
                 continue
-            at = parse_timestamp(record.get("timestamp"), at)
-            call = _call(block, record, at, path, number)
+            for block in content:
+                if not isinstance(block, dict):
+                    continue
+                kind = block.get("type")
+                if kind == "tool_use" and block.get("name") in PLAN_TOOLS:
+                    use = _use(block, record, agent_id, when, path, number)
+                    if isinstance(use, str):
+                        errors.append(LineError(path=str(path), line=number, message=use))
+                    else:
+                        found.uses.append(use)
+                elif kind == "tool_result":
+                    _result(block, record, content, found.results)
+    return found
+
+
+def _messages(
+    record: dict[str, Any], at: datetime
+) -> Iterator[tuple[dict[str, Any], str | None, datetime]]:
+    """(message, subagent id or None, its time) of each message a line holds."""
+    message = record.get("message")
+    if isinstance(message, dict):
+        agent = record.get("agentId")
+        yield message, agent if isinstance(agent, str) and agent else None, at
+    data = record.get("data")
+    if record.get("type") == "progress" and isinstance(data, dict):
+        inner = data.get("message")
+        agent = data.get("agentId")
+        if data.get("type") == "agent_progress" and isinstance(inner, dict):
+            message = inner.get("message")
+            if isinstance(message, dict):
+                when = parse_timestamp(inner.get("timestamp"), at)
+                yield message, agent if isinstance(agent, str) and agent else None, when
+
+
+def _use(
+    block: dict[str, Any],
+    record: dict[str, Any],
+    agent_id: str | None,
+    at: datetime,
+    path: Path,
+    number: int,
+) -> ToolUse | str:
+    name = block["name"]
+    call_id = block.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        return f"{name} call has no id"
+    claude_id = record.get("sessionId")
+    cwd = record.get("cwd")
+    return ToolUse(
+        call_id=call_id,
+        name=name,
+        input=block.get("input"),
+        claude_session=claude_id if isinstance(claude_id, str) and claude_id else None,
+        agent_id=agent_id,
+        at=at,
+        cwd=cwd if isinstance(cwd, str) and cwd else None,
+        path=str(path),
+        line=number,
+    )
+
+
+def _result(
+    block: dict[str, Any],
+    record: dict[str, Any],
+    content: list[Any],
+    results: dict[str, ToolResult],
+) -> None:
+    call_id = block.get("tool_use_id")
+    if not isinstance(call_id, str):
+        return
+    task_id = None
+    answer = record.get("toolUseResult")  # the tool's own result: on a line of one answer
+    task = answer.get("task") if isinstance(answer, dict) else None
+    if isinstance(task, dict) and isinstance(task.get("id"), str) and len(content) == 1:
+        task_id = task["id"]
+    else:
+        match = CREATED.search(_text(block.get("content")))
+        task_id = match.group(1) if match else None
+    results[call_id] = ToolResult(is_error=block.get("is_error") is True, task_id=task_id)
+
+
+def _text(content: Any) -> str:
+    """A tool result's text: a string, or the texts of its blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            item["text"]
+            for item in content
+            if isinstance(item, dict) and isinstance(item.get("text"), str)
+        )
+    return ""
+
+
+def claude_calls(
+    findings: Sequence[Findings], errors: list[LineError], task_list: str | None = None
+) -> list[PlanCall]:
+    """The plan calls of every file of a run, each call once (the first copy read), each
+    answered as the transcripts say. `task_list` names the ledger session of the task tools'
+    calls (a list several sessions share); by default, each session's own."""
+    results: dict[str, ToolResult] = {}
+    for found in findings:
+        results.update(found.results)
+    calls: list[PlanCall] = []
+    seen: set[str] = set()
+    for found in findings:
+        for use in found.uses:
+            if use.call_id in seen:
+                continue
+            seen.add(use.call_id)
+            call = _call(use, results.get(use.call_id), task_list)
             if isinstance(call, str):
-                errors.append(LineError(path=str(path), line=number, message=call))
+                errors.append(LineError(path=use.path, line=use.line, message=call))
             else:
                 calls.append(call)
     return calls
 
 
-def _call(
-    block: dict[str, Any], record: dict[str, Any], at: datetime, path: Path, number: int
-) -> PlanCall | str:
-    """The call of one TodoWrite block, or what is wrong with it."""
-    call_id = block.get("id")
-    if not isinstance(call_id, str) or not call_id:
-        return "TodoWrite call has no id"
-    claude_id = record.get("sessionId")
-    if not isinstance(claude_id, str) or not claude_id:
-        return f"TodoWrite call {call_id} is on a line without a sessionId"
-    try:
-        todos = todo_input(block.get("input"))
-    except ValueError as error:
-        return f"TodoWrite call {call_id}: {error}"
-    return PlanCall(
-        session_id=session_id(claude_id),
-        call_id=call_id,
-        payload=todos_payload(todos),
-        at=at,
-        path=str(path),
-        line=number,
-    )
+def _call(use: ToolUse, result: ToolResult | None, task_list: str | None) -> PlanCall | str:
+    """The call of one tool use, or what is wrong with it."""
+    if use.claude_session is None:
+        return f"{use.name} call {use.call_id} is on a line without a sessionId"
+    main = session_id(use.claude_session)
+
+    def call(
+        session: str,
+        payload: dict[str, Any] | None,
+        parent: str | None = None,
+        created_task: str | None = None,
+    ) -> PlanCall:
+        return PlanCall(
+            session_id=session,
+            call_id=use.call_id,
+            payload=payload,
+            at=use.at,
+            path=use.path,
+            line=use.line,
+            parent_session_id=parent,
+            cwd=use.cwd,
+            created_task=created_task,
+        )
+
+    if use.name == TODO_WRITE:
+        try:
+            todos = todo_input(use.input)
+        except ValueError as error:
+            return f"TodoWrite call {use.call_id}: {error}"
+        if use.agent_id is not None:
+            own = subagent_session_id(use.claude_session, use.agent_id)
+            return call(own, todos_payload(todos), parent=main)
+        return call(main, todos_payload(todos))
+    tasks = task_list or main
+    changed_nothing = result is not None and result.is_error
+    if use.name == TASK_CREATE:
+        task_id = result.task_id if result is not None else None
+        if changed_nothing or task_id is None:  # failed, or not answered yet: no id to record
+            return call(tasks, None)
+        return call(tasks, task_create_payload(use.input, task_id), created_task=task_id)
+    if changed_nothing:
+        return call(tasks, None)
+    return call(tasks, task_update_payload(use.input))

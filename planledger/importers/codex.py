@@ -1,9 +1,12 @@
-"""Codex rollouts: `update_plan` function calls, in ledger session `codex-<session_meta id>`."""
+"""Codex rollouts: `update_plan` function calls, in the ledger session `codex-<id>` that the
+file's first `session_meta` names."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +38,18 @@ def call_arguments(arguments: Any) -> dict[str, Any]:
 def read_codex(
     path: Path, errors: list[LineError], advance: Callable[[int], None]
 ) -> list[PlanCall]:
-    """Every `update_plan` call of one rollout file, in the session its latest
-    `session_meta` line names."""
+    """Every `update_plan` call of one rollout file, in the session its first `session_meta`
+    line names.
+
+    A fork's or a spawned subagent's rollout starts with its own `session_meta` (naming its
+    parent: `forked_from_id`, `parent_thread_id` or `source.subagent.thread_spawn`) and then
+    replays its parent's history, the parent's `session_meta` included. A call after such a
+    foreign `session_meta` that is dated before the session began is the parent's and is left
+    out; a later one is marked `replay_of` those sessions, and is recorded only if none of them
+    holds it already."""
     calls: list[PlanCall] = []
-    codex_id: str | None = None
+    own: SessionMeta | None = None
+    foreign: list[str] = []  # ledger sessions whose replayed history follows
     at = EARLIEST
     for number, record in records(path, MARKERS, errors, advance):
         payload = record.get("payload") if isinstance(record, dict) else None
@@ -48,12 +59,14 @@ def read_codex(
         if kind == "session_meta":
             at = parse_timestamp(record.get("timestamp"), at)
             meta_id = payload.get("id")
-            if isinstance(meta_id, str) and meta_id:
-                codex_id = meta_id
-            else:
+            if not isinstance(meta_id, str) or not meta_id:
                 errors.append(
                     LineError(path=str(path), line=number, message="session_meta has no id")
                 )
+            elif own is None:
+                own = SessionMeta.of(meta_id, payload, at)
+            elif meta_id != own.codex_id and session_id(meta_id) not in foreign:
+                foreign.append(session_id(meta_id))
             continue
         if not (
             kind == "response_item"
@@ -62,7 +75,7 @@ def read_codex(
         ):
             continue
         at = parse_timestamp(record.get("timestamp"), at)
-        problem = _check_call(payload, codex_id)
+        problem = _check_call(payload, own.codex_id if own else None)
         if problem is None:
             try:
                 arguments = call_arguments(payload.get("arguments"))
@@ -71,18 +84,58 @@ def read_codex(
         if problem is not None:
             errors.append(LineError(path=str(path), line=number, message=problem))
             continue
-        assert codex_id is not None
+        assert own is not None
+        if foreign and at < own.started:
+            continue  # the parent's call, replayed: dated before this session began
         calls.append(
             PlanCall(
-                session_id=session_id(codex_id),
+                session_id=session_id(own.codex_id),
                 call_id=payload["call_id"],
                 payload=arguments,
                 at=at,
                 path=str(path),
                 line=number,
+                parent_session_id=own.parent,
+                cwd=own.cwd,
+                replay_of=tuple(foreign),
             )
         )
     return calls
+
+
+@dataclass(frozen=True)
+class SessionMeta:
+    """What a rollout's first `session_meta` says of its session."""
+
+    codex_id: str
+    started: datetime
+    parent: str | None
+    cwd: str | None
+
+    @classmethod
+    def of(cls, codex_id: str, payload: dict[str, Any], at: datetime) -> SessionMeta:
+        source = payload.get("source")
+        subagent = source.get("subagent") if isinstance(source, dict) else None
+        spawn = subagent.get("thread_spawn") if isinstance(subagent, dict) else None
+        parent = next(
+            (
+                value
+                for value in (
+                    payload.get("forked_from_id"),
+                    payload.get("parent_thread_id"),
+                    spawn.get("parent_thread_id") if isinstance(spawn, dict) else None,
+                )
+                if isinstance(value, str) and value
+            ),
+            None,
+        )
+        cwd = payload.get("cwd")
+        return cls(
+            codex_id=codex_id,
+            started=parse_timestamp(payload.get("timestamp"), at),
+            parent=session_id(parent) if parent else None,
+            cwd=cwd if isinstance(cwd, str) and cwd else None,
+        )
 
 
 def _check_call(payload: dict[str, Any], codex_id: str | None) -> str | None:

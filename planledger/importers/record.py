@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from domain.errors import ErrorKind, LedgerError, SessionNotFound
-from domain.ids import validate_id
+from domain.ids import ID_PATTERN, validate_id
+from domain.session import Origin, plain_cwd
 from planledger.importers.calls import PlanCall
 from planledger.importers.report import SessionImport
 from planledger.service import Call, PlanLedger
@@ -21,17 +22,34 @@ class Pending:
     result: SessionImport
     calls: list[Call]
     found: Sequence[PlanCall]
+    origin: Origin
 
 
-def recorded_ids(service: PlanLedger, session_id: str) -> set[str]:
-    """The proposal ids the session already holds (none when it does not exist yet).
+@dataclass(frozen=True)
+class Recorded:
+    """What a session holds already: its proposal ids, and the tasks it ever had."""
+
+    proposal_ids: frozenset[str] = frozenset()
+    task_ids: frozenset[str] = frozenset()
+
+
+def recorded(service: PlanLedger, session_id: str) -> Recorded:
+    """What the session already holds (nothing when it does not exist yet).
 
     Read from the history, not the ledger's idempotency window, so a call recorded long ago
     is known however long the session has grown since."""
     try:
-        return {entry.proposal_id for entry in service.history(session_id).entries}
+        entries = service.history(session_id).entries
     except SessionNotFound:
-        return set()
+        return Recorded()
+    tasks = {
+        transition.step_id
+        for entry in entries
+        if entry.kind == "committed"
+        for transition in entry.transitions or ()
+        if transition.from_ is None
+    }
+    return Recorded(frozenset(entry.proposal_id for entry in entries), frozenset(tasks))
 
 
 def record_sessions(
@@ -39,14 +57,30 @@ def record_sessions(
     sessions: Sequence[tuple[str, Sequence[PlanCall]]],
     client: str,
     on_error: Callable[[str, Sequence[PlanCall], LedgerError], None],
+    source: str | None = None,
 ) -> list[SessionImport]:
     """Record each session's `calls` (already in order, each id once), skipping the ones it
-    already holds. A session whose calls cannot be recorded (an invalid id, a payload the
-    ledger refuses to read) goes to `on_error`; a storage failure propagates (what was
-    written stays written)."""
+    already holds: a call id it has, a task it created already, a call replayed from a session
+    that holds it, a call that changed nothing. A session opened here gets `source` and its
+    calls' parent and working directory. A session whose calls cannot be recorded (an invalid
+    id, a payload the ledger refuses to read) goes to `on_error`; a storage failure propagates
+    (what was written stays written)."""
     results: list[SessionImport] = []
     group: dict[str, Pending] = {}
     size = 0
+    in_run = {session_id: {call.call_id for call in calls} for session_id, calls in sessions}
+    held: dict[str, Recorded] = {}
+
+    def holds(session_id: str) -> Recorded:
+        if session_id not in held:
+            held[session_id] = recorded(service, session_id)
+        return held[session_id]
+
+    def replayed(call: PlanCall) -> bool:
+        return any(
+            call.call_id in in_run.get(other, ()) or call.call_id in holds(other).proposal_ids
+            for other in call.replay_of
+        )
 
     def flush() -> None:
         nonlocal size
@@ -58,7 +92,16 @@ def record_sessions(
     for session_id, calls in sessions:
         try:
             validate_id(session_id)
-            known = recorded_ids(service, session_id)
+            known = holds(session_id)
+            origin = _origin(source, calls)
+            fresh = [
+                call
+                for call in calls
+                if call.payload is not None
+                and call.call_id not in known.proposal_ids
+                and (call.created_task is None or call.created_task not in known.task_ids)
+                and not (call.replay_of and replayed(call))
+            ]
         except LedgerError as error:
             if error.kind not in REPORTED_KINDS:
                 raise
@@ -71,20 +114,28 @@ def record_sessions(
             files=list(dict.fromkeys(call.path for call in calls)),
         )
         new = [
-            Call(payload=call.payload, proposal_id=call.call_id, client=client)
-            for call in calls
-            if call.call_id not in known
+            Call(payload=call.payload, proposal_id=call.call_id, client=client) for call in fresh
         ]
         result.skipped = len(calls) - len(new)
         if not new:
             results.append(result)
             continue
-        group[session_id] = Pending(result, new, calls)
+        group[session_id] = Pending(result, new, calls, origin)
         size += len(new)
         if size >= TRANSACTION_CALLS:
             flush()
     flush()
     return sorted(results, key=lambda result: result.session_id)
+
+
+def _origin(source: str | None, calls: Sequence[PlanCall]) -> Origin:
+    """The origin of a session opened by an import: `source`, and the first parent and working
+    directory its calls name (one a session could not hold is left out)."""
+    parent = next((call.parent_session_id for call in calls if call.parent_session_id), None)
+    if parent is not None and not ID_PATTERN.match(parent):
+        parent = None
+    cwd = plain_cwd(next((call.cwd for call in calls if call.cwd), None))
+    return Origin.checked(source, parent, cwd)
 
 
 def _write(
@@ -95,7 +146,9 @@ def _write(
 ) -> None:
     try:
         decided = service.submit_sessions(
-            {sid: pending.calls for sid, pending in group.items()}, open_missing=True
+            {sid: pending.calls for sid, pending in group.items()},
+            open_missing=True,
+            origins={sid: pending.origin for sid, pending in group.items()},
         )
     except LedgerError as error:
         if error.kind not in REPORTED_KINDS or len(group) == 1:

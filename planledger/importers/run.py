@@ -9,7 +9,7 @@ from typing import Literal
 from domain.errors import InvalidId, LedgerError
 from domain.ids import validate_id
 from planledger.importers.calls import PlanCall, group_by_session, in_record_order
-from planledger.importers.claude import read_claude
+from planledger.importers.claude import claude_calls, read_claude
 from planledger.importers.codex import read_codex
 from planledger.importers.lines import find_files
 from planledger.importers.record import record_sessions
@@ -17,8 +17,6 @@ from planledger.importers.report import ImportReport, LineError
 from planledger.service import PlanLedger
 
 Agent = Literal["codex", "claude"]
-Reader = Callable[[Path, list[LineError], Callable[[int], None]], list[PlanCall]]
-READERS: dict[str, Reader] = {"codex": read_codex, "claude": read_claude}
 
 
 def import_paths(
@@ -27,13 +25,16 @@ def import_paths(
     paths: Sequence[Path],
     *,
     on_progress: Callable[[int, int], None] | None = None,
+    source: str | None = None,
+    task_list: str | None = None,
 ) -> ImportReport:
     """Record the plan calls of `agent`'s transcripts under `paths` (files, or folders searched
     recursively for `*.jsonl`). `on_progress(bytes_read, total_bytes)` follows the reading.
+    Sessions opened here get `source` (default `import:<agent>`) as their origin; `task_list`
+    names the ledger session of Claude Code's task-tool calls (default: each session's own).
 
     Unreadable lines and calls are reported in `errors` and skipped; the rest is recorded.
     A storage failure or a corrupt session raises its LedgerError (what was recorded stays)."""
-    reader = READERS[agent]
     report = ImportReport()
     files = find_files(paths, report.errors)
     total = sum(_size(path) for path in files)
@@ -45,9 +46,12 @@ def import_paths(
         if on_progress is not None:
             on_progress(min(done, total), total)
 
-    found: list[PlanCall] = []
-    for path in files:
-        found += _with_valid_ids(reader(path, report.errors, advance), report.errors)
+    if agent == "codex":
+        found = [call for path in files for call in read_codex(path, report.errors, advance)]
+    else:
+        findings = [read_claude(path, report.errors, advance) for path in files]
+        found = claude_calls(findings, report.errors, task_list)
+    found = _with_valid_ids(found, report.errors)
 
     def report_session(session_id: str, calls: Sequence[PlanCall], error: LedgerError) -> None:
         first = calls[0]
@@ -63,7 +67,9 @@ def import_paths(
         (session_id, in_record_order(calls))
         for session_id, calls in sorted(group_by_session(found).items())
     ]
-    report.sessions += record_sessions(service, sessions, f"import:{agent}", report_session)
+    report.sessions += record_sessions(
+        service, sessions, f"import:{agent}", report_session, source or f"import:{agent}"
+    )
     return report
 
 

@@ -116,6 +116,12 @@ class PlanLedger:
         self._after_write(*_committed(session_id, decision))
         return decision
 
+    def check(self, session_id: str, payload: Any) -> Decision:
+        """The decision `submit` would make now, recording nothing (a hook checks a call whose
+        result it cannot know before the agent runs it); an unknown session is judged as an
+        empty plan."""
+        return self.ledger.check(session_id, payload)
+
     def submit_batch(self, session_id: str, calls: Sequence[Call]) -> list[Decision]:
         """Many calls on one session, each decided as `submit` would, in one transaction."""
         decisions = self.ledger.submit_batch(session_id, calls)

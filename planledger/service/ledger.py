@@ -231,6 +231,22 @@ class Ledger(Application[str]):
         return decision.proposal_id
 
     @heals
+    def check(self, session_id: str, payload: Any) -> Decision:
+        """The decision `submit` would make now, recording nothing (an unknown session is
+        judged as an empty plan): for a call whose outcome must be known before it runs."""
+        if not isinstance(payload, Mapping):
+            raise InvalidInput("a plan proposal must be a JSON object")
+        parsed = parse_proposal(payload)
+        try:
+            plan = self._plan(session_id)
+        except SessionNotFound:
+            plan = Plan.create(plan_aggregate_id(session_id), session_id)
+        proposal_id = parsed.proposal_id or "check"
+        plan.propose(proposal_id, parsed, fingerprint(payload), None)
+        outcome = plan.decide(self._goals_for(session_id, plan.pending))
+        return decision_of(proposal_id, outcome, plan.revision)
+
+    @heals
     def decide(self, session_id: str, proposal_id: str) -> Decision:
         """Stage two: decide a recorded proposal, or return the outcome it already has."""
         for _ in self._attempts():

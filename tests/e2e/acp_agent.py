@@ -7,6 +7,8 @@ Run as `python tests/e2e/acp_agent.py`. Each prompt's text picks a script:
 - `ext`: an extension request and notification to the editor;
 - `wait`: a message, then waits for `session/cancel` (stop reason `cancelled`);
 - `exit N`: the process exits with status N; `crash`: the process kills itself (SIGKILL).
+`session/load` of a session it made replays every plan it sent there, in order, as agents do
+when they load a session, before answering.
 Extension requests from the editor: `scripted/echo` answers its params; any other method is
 `method not found`. With ACP_AGENT_LOG set, every message the agent receives is appended to
 that file as one JSON line.
@@ -32,8 +34,10 @@ from acp import (
 )
 from acp.connection import StreamDirection, StreamEvent
 from acp.schema import (
+    AgentCapabilities,
     Implementation,
     InitializeResponse,
+    LoadSessionResponse,
     NewSessionResponse,
     PermissionOption,
     PromptResponse,
@@ -61,6 +65,7 @@ class ScriptedAgent:
         self.conn: Client | None = None
         self.sessions = 0
         self.cancelled: dict[str, asyncio.Event] = {}
+        self.sent: dict[str, list[Any]] = {}  # session -> the plans sent there, in order
 
     def on_connect(self, conn: Client) -> None:
         self.conn = conn
@@ -68,8 +73,17 @@ class ScriptedAgent:
     async def initialize(self, protocol_version: int, **_: Any) -> InitializeResponse:
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(load_session=True),
             agent_info=Implementation(name="scripted", version="1"),
         )
+
+    async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
+        assert self.conn is not None
+        if session_id not in self.sent:
+            raise RequestError.resource_not_found(session_id)
+        for entries in self.sent[session_id]:
+            await self.conn.session_update(session_id, update_plan(entries))
+        return LoadSessionResponse()
 
     async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
         self.sessions += 1
@@ -96,13 +110,17 @@ class ScriptedAgent:
         async def say(message: str) -> None:
             await conn.session_update(session_id, update_agent_message_text(message))
 
+        async def plan(entries: list[Any]) -> None:
+            self.sent.setdefault(session_id, []).append(entries)
+            await conn.session_update(session_id, update_plan(entries))
+
         if text == "plan":
-            await conn.session_update(session_id, update_plan(FIRST_PLAN))
+            await plan(FIRST_PLAN)
         elif text == "plans":
-            await conn.session_update(session_id, update_plan(FIRST_PLAN))
+            await plan(FIRST_PLAN)
             await say("working on it")
-            await conn.session_update(session_id, update_plan(INVALID_PLAN))
-            await conn.session_update(session_id, update_plan(LAST_PLAN))
+            await plan(INVALID_PLAN)
+            await plan(LAST_PLAN)
         elif text == "tools":
             await self._tools(conn, session_id, say)
         elif text == "ext":

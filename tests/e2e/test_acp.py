@@ -127,6 +127,59 @@ def test_load_replays_the_history_in_order_before_answering(
     run(scenario())
 
 
+def test_the_sdk_client_lists_ledger_sessions_a_page_at_a_time(
+    ledger: PlanLedger, sqlite_url: str, home: Path
+) -> None:
+    """`session/list`: most recently active first, with titles (the plan's title, else its
+    step in progress), `nextCursor` pages, `cwd` filtering on the recorded directory."""
+    ledger.open_session("strict", source="cli")
+    ledger.submit(
+        "strict",
+        {
+            "title": "Ship the export",
+            "steps": [{"id": "a", "title": "Write it", "status": "in_progress"}],
+        },
+    )
+    ledger.open_session("codex", cwd="/work/repo")
+    ledger.submit("codex", FIRST)  # no title: its step in progress names it
+    for n in range(55):
+        ledger.open_session(f"bulk-{n:02d}", cwd="/work/other")
+    ledger.open_session("latest", cwd="/work/repo")  # opened last: the most recently active
+
+    async def scenario() -> None:
+        async with viewer(sqlite_url, home) as (conn, _, _editor):
+            init = await initialize(conn)
+            capabilities = init.agent_capabilities.session_capabilities
+            assert capabilities is not None and capabilities.list is not None
+            listed, cursor, pages = [], None, 0
+            while True:
+                page = await conn.list_sessions(cursor=cursor)
+                listed += page.sessions
+                pages += 1
+                if not page.next_cursor:
+                    break
+                cursor = page.next_cursor
+            assert pages == 2
+            ids = [s.session_id for s in listed]
+            assert ids == [s.session_id for s in ledger.sessions().sessions]  # newest first
+            assert ids[0] == "latest" and len(ids) == 58
+            titles = {s.session_id: s.title for s in listed}
+            assert titles["strict"] == "Ship the export"
+            assert titles["codex"] == "Locate the failure"
+            assert titles["latest"] is None
+            where = {s.session_id: s.cwd for s in listed}
+            assert where["codex"] == "/work/repo"
+            assert where["strict"]  # none recorded: the viewer's own directory
+            assert all(s.updated_at for s in listed)
+            repo = await conn.list_sessions(cwd="/work/repo")
+            assert [s.session_id for s in repo.sessions] == ["latest", "codex"]
+            assert repo.next_cursor is None
+            with pytest.raises(RequestError):
+                await conn.list_sessions(cursor="not-a-cursor")
+
+    run(scenario())
+
+
 def test_a_commit_by_the_cli_in_another_process_shows_within_a_second(
     database_url: str, home: Path
 ) -> None:
@@ -344,6 +397,43 @@ def test_the_proxy_relays_everything_but_rejected_plans_and_records_every_plan(
         "Fix the parser",
         "Update the docs",
     ]
+
+
+def test_reloading_a_proxied_session_leaves_its_history_as_it_was(
+    ledger: PlanLedger, sqlite_url: str, home: Path
+) -> None:
+    """An agent answering `session/load` replays the plans it sent: the editor gets them as
+    the agent sent them, and the ledger records nothing again."""
+
+    async def scenario() -> list[Any]:
+        async with proxy(sqlite_url, home) as (conn, _, editor):
+            await initialize(conn)
+            session_id = (await conn.new_session(cwd="/")).session_id
+            await prompt(conn, session_id, "plans")
+            before = len(editor.plans(session_id))
+            await conn.load_session(cwd="/", session_id=session_id)
+            await wait_until(lambda: len(editor.plans(session_id)) >= before + 3)
+            await conn.load_session(cwd="/", session_id=session_id)  # and once more
+            await wait_until(lambda: len(editor.plans(session_id)) >= before + 6)
+            return editor.plans(session_id)[before:]
+
+    replayed = run(scenario())
+    history = ledger.history("acp-scripted-1").entries
+    assert [h.kind for h in history] == [
+        "proposed",
+        "committed",
+        "proposed",
+        "rejected",
+        "proposed",
+        "committed",
+    ]  # the three plans of the prompt, each once
+    # relayed as the agent sent them (the invalid one included: it is the agent's replay)
+    assert [[e["status"] for e in plan] for plan in replayed[:3]] == [
+        ["in_progress", "pending", "pending"],
+        ["in_progress", "in_progress"],
+        ["completed", "in_progress", "pending"],
+    ]
+    assert replayed[3:] == replayed[:3]
 
 
 def test_the_viewer_shows_the_priorities_the_proxy_recorded(

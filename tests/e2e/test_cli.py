@@ -101,7 +101,15 @@ def test_help_for_every_command(cli: Cli) -> None:
 def test_session_lifecycle_and_exit_codes(any_cli: Cli) -> None:
     cli = any_cli
     view = cli.json("session", "open", "s1", "--mode", "plan")
-    assert view == {"session_id": "s1", "mode": "plan", "goals": [], "should_continue": False}
+    assert view == {
+        "session_id": "s1",
+        "mode": "plan",
+        "goals": [],
+        "should_continue": False,
+        "source": "cli",  # where it comes from: the command line opened it
+        "parent_session_id": None,
+        "cwd": None,
+    }
     again = cli("session", "open", "s1")
     assert again.returncode == 2 and "already exists" in again.stderr
     assert len(again.stderr.strip().splitlines()) == 1

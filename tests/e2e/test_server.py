@@ -361,6 +361,9 @@ def test_healthz_sessions_and_mode(api: httpx.Client) -> None:
         "mode": "work",
         "goals": [],
         "should_continue": False,
+        "source": "http",
+        "parent_session_id": None,
+        "cwd": None,
     }
     assert open_session(api, "s.2-_x", mode="plan")["mode"] == "plan"
     assert open_session(api, "x" * 128)["session_id"] == "x" * 128

@@ -459,3 +459,74 @@ def test_verify_finds_a_plan_naming_a_goal_the_session_lacks(
     edit_event(database_url, "session:s1", 2, rename)  # GoalStarted now names another goal
     (problem,) = new_ledger(database_url).verify(["s1"]).problems
     assert (problem.session_id, problem.rule) == ("s1", "unknown_goal")
+
+
+# -- the task form and where sessions come from -----------------------------------------------
+
+
+def test_task_operations_on_both_databases(
+    ledger: PlanLedger, database_url: str, new_ledger: Callable[[str], PlanLedger]
+) -> None:
+    for title in ("Write the test", "Fix the bug", "Run the suite"):
+        assert ledger.submit("s1", {"op": "create", "title": title}).status == "committed"
+    ledger.submit("s1", {"op": "update", "id": "3", "add_blocked_by": ["1", "2"]})
+    ledger.submit("s1", {"op": "update", "id": "1", "status": "in_progress", "owner": "main"})
+    ledger.submit("s1", {"op": "update", "id": "2", "status": "in_progress"})
+    blocked = ledger.submit("s1", {"op": "update", "id": "3", "status": "in_progress"})
+    assert codes(blocked) == ["blocked_step_started"]
+    ledger.submit("s1", {"op": "update", "id": "2", "status": "deleted"})
+    view = ledger.plan("s1")
+    assert view.policy == "tasks" and view.revision == 7
+    assert [(s.id, s.status, s.blocked_by, s.owner) for s in view.steps] == [
+        ("1", "in_progress", (), "main"),
+        ("3", "pending", ("1",), None),
+    ]
+    dumped = view.model_dump(mode="json")["steps"]
+    assert dumped[0] == {
+        "id": "1",
+        "title": "Write the test",
+        "status": "in_progress",
+        "owner": "main",
+    }
+    proposed = [e for e in ledger.history("s1").entries if e.kind == "proposed"]
+    assert proposed[-1].operation is not None and proposed[-1].operation.status == "deleted"
+    # Replay and a rebuilt view agree, from the events alone.
+    fresh = new_ledger(database_url)
+    assert fresh.verify(["s1"]).ok
+    assert fresh.plan("s1").steps == view.steps
+
+    # An edited operation no longer makes its commit: corrupt, on every reader.
+    def edit_op(data: dict[str, Any]) -> None:
+        data["operation"]["_data_"]["add_blocked_by"] = ["1"]
+
+    edit_event(database_url, "plan:s1", 8, edit_op)  # the proposal of task 3's blockers
+    (problem,) = new_ledger(database_url).verify(["s1"]).problems
+    assert (problem.position, problem.rule) == (9, "snapshot_mismatch")
+
+
+def test_the_session_list_shows_plans_at_a_glance_and_origins(ledger: PlanLedger) -> None:
+    ledger.submit("s1", strict(("a", "completed"), ("b", "in_progress"), ("c", "pending")))
+    ledger.open_session("fork", source="codex", parent_session_id="s1", cwd="/work/repo")
+    ledger.submit("fork", codex(("Locate", "in_progress"), ("Skip", "cancelled")))
+    listed = {item.session_id: item for item in ledger.sessions().sessions}
+    s1, fork = listed["s1"], listed["fork"]
+    assert (s1.title, s1.progress.completed, s1.progress.total) == ("Ship export", 1, 3)
+    assert (s1.source, s1.parent_session_id, s1.cwd, s1.corrupt) == (None, None, None, False)
+    assert (fork.title, fork.progress.completed, fork.progress.total) == ("Locate", 0, 1)
+    assert (fork.source, fork.parent_session_id, fork.cwd) == ("codex", "s1", "/work/repo")
+    assert ledger.session("fork").parent_session_id == "s1"
+    shape = ledger.sessions().model_dump(mode="json")["sessions"][0]
+    assert set(shape) >= {
+        "session_id",
+        "mode",
+        "revision",
+        "updated_at",
+        "title",
+        "progress",
+        "source",
+        "parent_session_id",
+        "cwd",
+        "corrupt",
+    }
+    with pytest.raises(InvalidId):
+        ledger.open_session("bad-parent", parent_session_id=".no")

@@ -3,7 +3,9 @@
 Every JSON-RPC line is relayed both ways byte for byte (requests, responses, notifications,
 permission requests, fs and terminal calls, cancellation, extension methods), except the agent's
 `plan` updates: each is recorded in ledger session `acp-<sessionId>`, and the editor receives the
-committed plan instead, or nothing when the ledger rejected it. If the ledger cannot be used
+committed plan instead, or nothing when the ledger rejected it. The plan updates an agent sends
+while it answers a `session/load` replay what it sent before: they are relayed as they are and
+not recorded again. If the ledger cannot be used
 (database down), plan updates pass through unchanged and the reason goes to stderr: a broken
 ledger never stops the agent's work. The proxy exits with the agent's status.
 """
@@ -23,6 +25,7 @@ from planledger.service import PlanLedger
 
 EXIT_GRACE_SECONDS = 5.0
 PLAN_MARK = b"plan"
+LOAD_MARK = b"session/load"
 
 
 def exit_status(returncode: int) -> int:
@@ -34,6 +37,8 @@ class Proxy:
     def __init__(self, open_service: Callable[[], PlanLedger]) -> None:
         self._open_service = open_service
         self._recorder: asyncio.Task[PlanRecorder] | None = None
+        # `session/load` requests the agent has not answered: request id -> ACP session id
+        self._loading: dict[str, str] = {}
 
     async def run(self, command: Sequence[str]) -> int:
         try:
@@ -75,6 +80,8 @@ class Proxy:
         assert agent_in is not None
         try:
             while line := await editor_in.readline():
+                if LOAD_MARK in line:
+                    self._note_load(line)
                 agent_in.write(line)
                 await agent_in.drain()
         except (ConnectionError, OSError):
@@ -95,6 +102,8 @@ class Proxy:
         process: asyncio.subprocess.Process,
     ) -> None:
         while line := await agent_out.readline():
+            if self._loading:
+                self._note_answer(line)
             if PLAN_MARK in line:
                 relayed = await self._plan_line(line)
                 if relayed is None:
@@ -108,6 +117,24 @@ class Proxy:
                     process.terminate()
                 return
 
+    def _note_load(self, line: bytes) -> None:
+        """The editor asks the agent to load a session: its replay is coming."""
+        with contextlib.suppress(ValueError):
+            message = json.loads(line)
+            if not isinstance(message, dict) or message.get("method") != "session/load":
+                return
+            params = message.get("params")
+            session_id = params.get("sessionId") if isinstance(params, dict) else None
+            if "id" in message and isinstance(session_id, str):
+                self._loading[json.dumps(message["id"])] = session_id
+
+    def _note_answer(self, line: bytes) -> None:
+        """The agent answered a `session/load`: what it sends next is new again."""
+        with contextlib.suppress(ValueError):
+            message = json.loads(line)
+            if isinstance(message, dict) and "id" in message and "method" not in message:
+                self._loading.pop(json.dumps(message["id"]), None)
+
     async def _plan_line(self, line: bytes) -> bytes | None:
         """The line to forward in place of `line` (itself unless it is a plan update)."""
         try:
@@ -116,6 +143,8 @@ class Proxy:
             return line
         if not is_plan_update(message):
             return line
+        if message["params"].get("sessionId") in self._loading.values():
+            return line  # a replay of what was recorded when the agent first sent it
         assert self._recorder is not None
         try:
             recorder = await self._recorder

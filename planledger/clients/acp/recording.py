@@ -101,7 +101,7 @@ class PlanRecorder:
             return self.service.submit(session_id, payload, client=CLIENT, proposal_id=proposal_id)
         except SessionNotFound:
             with contextlib.suppress(SessionExists):  # opened meanwhile by another proxy
-                self.service.open_session(session_id)
+                self.service.open_session(session_id, source="acp")
             return self.service.submit(session_id, payload, client=CLIENT, proposal_id=proposal_id)
 
 

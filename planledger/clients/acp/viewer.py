@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import secrets
 import sys
@@ -19,19 +20,31 @@ from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ParamSpec, TypeVar, cast
 
-from acp import PROTOCOL_VERSION, Agent, Client, run_agent, update_agent_message_text
+from acp import (
+    PROTOCOL_VERSION,
+    Agent,
+    Client,
+    RequestError,
+    run_agent,
+    update_agent_message_text,
+)
 from acp.schema import (
     AgentCapabilities,
     AgentPlanUpdate,
     Implementation,
     InitializeResponse,
+    ListSessionsResponse,
     LoadSessionResponse,
     NewSessionResponse,
     PromptResponse,
+    SessionCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
 )
 
 from domain.errors import ErrorKind, LedgerError
 from domain.models import Step
+from domain.session import plain_cwd
 from planledger.clients.acp import messages
 from planledger.clients.acp.errors import request_error
 from planledger.clients.acp.priorities import PriorityBook
@@ -47,6 +60,8 @@ ANSWERED_IN_TURN = frozenset(
     {ErrorKind.INVALID, ErrorKind.NOT_FOUND, ErrorKind.EXISTS, ErrorKind.REJECTED}
 )
 FOLLOW_RETRY_SECONDS = 1.0
+SOURCE = "acp"
+PAGE_SIZE = 50  # sessions a `session/list` page holds
 
 
 def package_version() -> str:
@@ -54,6 +69,15 @@ def package_version() -> str:
         return version("plan-ledger")
     except PackageNotFoundError:
         return "0"
+
+
+def _page_start(cursor: str | None) -> int:
+    """Where a page starts: the `nextCursor` a page gave (an offset), else the first."""
+    if cursor is None:
+        return 0
+    if not cursor.isdigit() or len(cursor) > 9:
+        raise RequestError.invalid_params({"cursor": "not a cursor this agent gave"})
+    return int(cursor)
 
 
 def new_session_id() -> str:
@@ -88,7 +112,10 @@ class LedgerViewer:
     async def initialize(self, protocol_version: int, **_: Any) -> InitializeResponse:
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(load_session=True),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            ),
             agent_info=Implementation(
                 name="planledger", title="Plan ledger", version=package_version()
             ),
@@ -96,9 +123,34 @@ class LedgerViewer:
 
     async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
         session_id = new_session_id()
-        await self._call(self.service.open_session, session_id)
+        await self._call(self.service.open_session, session_id, source=SOURCE, cwd=plain_cwd(cwd))
         self._start_following(session_id, 0)
         return NewSessionResponse(session_id=session_id)
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **_: Any
+    ) -> ListSessionsResponse:
+        """The ledger's sessions, most recently active first, a page at a time (`cursor` is
+        where the page starts); `cwd` keeps the sessions recorded in that directory."""
+        start = _page_start(cursor)
+        listed = (await self._call(self.service.sessions)).sessions
+        if cwd is not None:
+            listed = [item for item in listed if item.cwd == cwd]
+        page = listed[start : start + PAGE_SIZE]
+        here = os.getcwd()
+        end = start + len(page)
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(
+                    session_id=item.session_id,
+                    cwd=item.cwd or here,
+                    title=item.title,
+                    updated_at=item.updated_at.isoformat().replace("+00:00", "Z"),
+                )
+                for item in page
+            ],
+            next_cursor=str(end) if end < len(listed) else None,
+        )
 
     async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
         await self._call(self.service.plan, session_id)  # not_found / corrupt as JSON-RPC errors

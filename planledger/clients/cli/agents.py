@@ -100,12 +100,15 @@ def hook(
 ) -> None:
     """Handle one hook event of the agent (JSON on stdin, its answer on stdout).
 
-    Always exits 0: an internal error, an unknown AGENT included, is one line on stderr and no
-    answer (fails open; an exit 2 would block the agent's tool call).
+    Exits 0: an internal error, an unknown AGENT included, is one line on stderr and no answer
+    (fails open: a broken ledger never blocks the agent). The one exit 2 is Claude Code's
+    TaskCompleted refused by the rules (the task stays open; the violations on stderr).
     """
     from planledger.clients.hooks.runner import run_hook
 
-    run_hook(agent, state.database)
+    code = run_hook(agent, state.database)
+    if code:
+        raise typer.Exit(code)
 
 
 @hooks_app.command("install")

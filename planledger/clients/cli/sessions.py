@@ -29,7 +29,7 @@ def session_open(
     as_json: JsonFlag = False,
 ) -> None:
     """Open a session (exit 2 if it exists or the id is invalid)."""
-    view = service().open_session(session_id, Mode(mode.value))
+    view = service().open_session(session_id, Mode(mode.value), source="cli")
     warm.prepare(state.database)  # the agent's plan updates follow: have them answered warm
     emit(as_json, view, render.session_text(view))
 

@@ -1,54 +1,294 @@
-"""Claude Code: `TodoWrite` recorded and enforced, the plan re-injected after compact or resume.
+"""Claude Code: its todo tools recorded and enforced, the plan re-injected after compact, resume
+or fork (SPEC "Agent hooks").
 
-- `PreToolUse` of `TodoWrite`: propose `tool_input.todos` (content → step) to `claude-<session_id>`
-  with proposal_id = `tool_use_id`; a rejected list is denied with every violation.
-- `PostToolUse` of `TodoWrite`: the same call again, so it is recorded if `PreToolUse` did not;
-  the same proposal_id with the same content writes nothing.
-- `SessionStart` with `source` compact or resume: the compaction snapshot as `additionalContext`.
+- `TodoWrite` (older versions, or `CLAUDE_CODE_ENABLE_TASKS=0`): `PreToolUse` proposes the list
+  in the Codex form to `claude-<session_id>` (a subagent's to `claude-<session_id>-<agent_id>`)
+  with proposal_id = `tool_use_id`, and denies a rejected list with every violation;
+  `PostToolUse` records the call if `PreToolUse` did not.
+- Task tools (2.1.19 and later), in the task form, on the session's task list
+  (`claude-<session_id>`, or `claude-tasks-<id>` for `CLAUDE_CODE_TASK_LIST_ID`), subagents
+  included (`client` = `claude-code:<agent_id>`): `TaskUpdate` is decided before it runs and
+  denied when rejected; `TaskCreate` is checked before it runs (its id comes from Claude Code)
+  and recorded after, with `tool_response.task.id`; `TaskCreated` records a creation nothing
+  recorded; `TaskCompleted` decides a completion and refuses it (exit 2) when the rules do.
+- `Stop`, `PreCompact`, `SessionEnd`: the transcript's calls no hook saw are imported.
+- `SessionStart` with `source` compact, resume or fork: the plan as `additionalContext`.
 """
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from domain.errors import SessionNotFound
+from domain.session import Origin
+from domain.todos import task_create_payload, task_update_payload
 from planledger.clients.hooks.record import (
+    event_cwd,
     ledger_session,
     plan_context,
     refusal,
     session_start_answer,
+    submit_payload,
     submit_steps,
     text_field,
     todo_steps,
 )
-from planledger.clients.hooks.runner import Answer, Event, HookContext
+from planledger.clients.hooks.runner import Answer, Event, HookContext, Refusal
 
-TOOL = "TodoWrite"
-DEADLINE_SECONDS = 8.0  # under the 10 s timeout `hooks install` sets
+if TYPE_CHECKING:
+    from planledger.service import PlanLedger
+
+TODO_WRITE, TASK_CREATE, TASK_UPDATE = "TodoWrite", "TaskCreate", "TaskUpdate"
+DEADLINE_SECONDS = 8.0  # under the 10 s timeout `hooks install` sets for tool events
+IMPORT_DEADLINE_SECONDS = 25.0  # an import reads the transcript: under the 30 s it sets
 PREFIX = "claude"
+SOURCE = "claude-code"
 CLIENT = "hook:claude-code"
-REINJECT_SOURCES = frozenset({"compact", "resume"})
+TASK_LIST_ENV = "CLAUDE_CODE_TASK_LIST_ID"
+IMPORT_EVENTS = frozenset({"Stop", "PreCompact", "SessionEnd"})
+REINJECT_SOURCES = frozenset({"compact", "resume", "fork"})
+NOT_ID = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def deadline_for(event: Event) -> float:
+    """Tool events answer at once; the events that import the transcript get longer."""
+    if event.get("hook_event_name") in IMPORT_EVENTS or event.get("source") == "fork":
+        return IMPORT_DEADLINE_SECONDS
+    return DEADLINE_SECONDS
 
 
 def handle(event: Event, context: HookContext) -> Answer:
     name = event.get("hook_event_name")
-    if name in ("PreToolUse", "PostToolUse") and event.get("tool_name") == TOOL:
-        return todo_write(event, context, before=name == "PreToolUse")
-    if name == "SessionStart" and event.get("source") in REINJECT_SOURCES:
-        return session_start_answer(plan_context(context.service(), ledger_session(PREFIX, event)))
+    tool = event.get("tool_name")
+    if name in ("PreToolUse", "PostToolUse"):
+        before = name == "PreToolUse"
+        if tool == TODO_WRITE:
+            return todo_write(event, context, before=before)
+        if tool == TASK_UPDATE:
+            return task_update(event, context, before=before)
+        if tool == TASK_CREATE:
+            return task_create(event, context, before=before)
+        return None
+    if name == "TaskCreated":
+        task_created(event, context)
+    elif name == "TaskCompleted":
+        task_completed(event, context)
+    elif name in IMPORT_EVENTS:
+        import_transcript(event, context)
+    elif name == "SessionStart" and event.get("source") in REINJECT_SOURCES:
+        if event.get("source") == "fork":  # the fork's copied history: recorded first
+            try:
+                import_transcript(event, context)
+            except Exception as error:  # the plan recorded so far is still worth re-injecting
+                context.warn(f"transcript not imported: {type(error).__name__}: {error}")
+        return session_start_answer(reinjected(context.service(), event))
     return None
 
 
-def todo_write(event: Event, context: HookContext, *, before: bool) -> Answer:
-    session_id = ledger_session(PREFIX, event)
-    steps = todo_steps(event.get("tool_input"), "content")
-    proposal_id = text_field(event, "tool_use_id")
-    decision = submit_steps(
-        context.service(), session_id, steps, client=CLIENT, proposal_id=proposal_id
-    )
-    if not before or decision.status != "rejected":
-        return None
+# -- where a call goes -----------------------------------------------------------------------
+
+
+def agent_id(event: Event) -> str | None:
+    """The subagent the event was fired in (None: the main session)."""
+    value = event.get("agent_id")
+    return value if isinstance(value, str) and value else None
+
+
+def task_list(event: Event) -> str:
+    """The ledger session of the task list: the shared one `CLAUDE_CODE_TASK_LIST_ID` names
+    (its id made a session id), else the session's own."""
+    shared = os.environ.get(TASK_LIST_ENV, "").strip()
+    if shared:
+        return f"claude-tasks-{NOT_ID.sub('-', shared).strip('-.')[:110] or 'default'}"
+    return ledger_session(PREFIX, event)
+
+
+def client_of(event: Event) -> str:
+    agent = agent_id(event)
+    return f"{SOURCE}:{agent}" if agent else CLIENT
+
+
+def origin_of(event: Event, parent: str | None = None) -> Origin:
+    return Origin(source=SOURCE, parent_session_id=parent, cwd=event_cwd(event))
+
+
+def deny(decision: Any, tool: str, *, whole_list: bool) -> dict[str, Any]:
     return {
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",
             "permissionDecision": "deny",
-            "permissionDecisionReason": refusal(decision, TOOL),
+            "permissionDecisionReason": refusal(decision, tool, whole_list=whole_list),
         }
     }
+
+
+# -- TodoWrite -------------------------------------------------------------------------------
+
+
+def todo_write(event: Event, context: HookContext, *, before: bool) -> Answer:
+    """A subagent's list is its own session, never over the main session's plan."""
+    main = ledger_session(PREFIX, event)
+    agent = agent_id(event)
+    session_id = f"{main}-{agent}" if agent else main
+    steps = todo_steps(event.get("tool_input"), "content")
+    decision = submit_steps(
+        context.service(),
+        session_id,
+        steps,
+        client=client_of(event),
+        proposal_id=text_field(event, "tool_use_id"),
+        origin=origin_of(event, main if agent else None),
+    )
+    if not before or decision.status != "rejected":
+        return None
+    return deny(decision, TODO_WRITE, whole_list=True)
+
+
+# -- the task tools --------------------------------------------------------------------------
+
+
+def task_update(event: Event, context: HookContext, *, before: bool) -> Answer:
+    """Decided before it runs (denied when rejected); after it ran, recorded if it was not
+    (an update Claude Code failed changed nothing and is not recorded)."""
+    if not before and _failed(event.get("tool_response")):
+        return None
+    decision = submit_payload(
+        context.service(),
+        task_list(event),
+        task_update_payload(event.get("tool_input")),
+        client=client_of(event),
+        proposal_id=text_field(event, "tool_use_id"),
+        origin=origin_of(event),
+    )
+    if before and decision.status != "committed":
+        return deny(decision, TASK_UPDATE, whole_list=False)
+    return None
+
+
+def task_create(event: Event, context: HookContext, *, before: bool) -> Answer:
+    """Before it runs: checked, not recorded (Claude Code gives the id); denied when the rules
+    refuse it. After: recorded with the id Claude Code gave, unless that task is recorded."""
+    service = context.service()
+    session_id = task_list(event)
+    tool_input = event.get("tool_input")
+    if before:
+        decision = service.check(session_id, task_create_payload(tool_input))
+        return deny(decision, TASK_CREATE, whole_list=False) if decision.violations else None
+    task_id = _created_id(event.get("tool_response"))
+    if task_id is None or task_id in _task_ids(service, session_id):
+        return None  # not created, or recorded already (by TaskCreated)
+    submit_payload(
+        service,
+        session_id,
+        task_create_payload(tool_input, task_id),
+        client=client_of(event),
+        proposal_id=text_field(event, "tool_use_id"),
+        origin=origin_of(event),
+    )
+    return None
+
+
+def task_created(event: Event, context: HookContext) -> None:
+    """A task Claude Code created: recorded unless a hook or an import recorded it."""
+    task_id = text_field(event, "task_id")
+    service = context.service()
+    session_id = task_list(event)
+    if task_id in _task_ids(service, session_id):
+        return
+    payload: dict[str, Any] = {"op": "create", "id": task_id, "title": event.get("task_subject")}
+    if event.get("task_description") is not None:
+        payload["detail"] = event["task_description"]
+    submit_payload(
+        service,
+        session_id,
+        payload,
+        client=client_of(event),
+        proposal_id=f"task-{NOT_ID.sub('-', task_id)[:100]}-created",
+        origin=origin_of(event),
+    )
+
+
+def task_completed(event: Event, context: HookContext) -> None:
+    """A completion the list does not have yet is decided; refused (exit 2, the violations on
+    stderr) when the rules refuse it. A task the ledger does not know is left to Claude Code."""
+    task_id = text_field(event, "task_id")
+    service = context.service()
+    session_id = task_list(event)
+    try:
+        steps = {step.id: step for step in service.plan(session_id).steps}
+    except SessionNotFound:
+        return
+    step = steps.get(task_id)
+    if step is None or step.status == "completed":
+        return
+    decision = submit_payload(
+        service,
+        session_id,
+        {"op": "update", "id": task_id, "status": "completed"},
+        client=client_of(event),
+        proposal_id=f"task-{NOT_ID.sub('-', task_id)[:100]}-completed",
+    )
+    if decision.status != "committed":
+        raise Refusal(refusal(decision, "TaskUpdate", whole_list=False))
+
+
+def _failed(tool_response: Any) -> bool:
+    """Whether Claude Code's answer says the tool changed nothing."""
+    return isinstance(tool_response, dict) and (
+        tool_response.get("success") is False or bool(tool_response.get("error"))
+    )
+
+
+def _created_id(tool_response: Any) -> str | None:
+    task = tool_response.get("task") if isinstance(tool_response, dict) else None
+    task_id = task.get("id") if isinstance(task, dict) else None
+    return task_id if isinstance(task_id, str) and task_id else None
+
+
+def _task_ids(service: PlanLedger, session_id: str) -> set[str]:
+    """The tasks the list has now (a task once created keeps its id in Claude Code)."""
+    try:
+        return {step.id for step in service.plan(session_id).steps}
+    except SessionNotFound:
+        return set()
+
+
+# -- the transcript and the handoff ------------------------------------------------------------
+
+
+def import_transcript(event: Event, context: HookContext) -> None:
+    """Record the transcript's plan calls (its subagents' files too) that no hook recorded."""
+    transcript = event.get("transcript_path")
+    if not isinstance(transcript, str) or not transcript:
+        return
+    path = Path(transcript)
+    paths = [path]
+    subagents = path.parent / path.stem / "subagents"
+    if subagents.is_dir():
+        paths.append(subagents)
+    from planledger.importers import import_paths
+
+    shared = os.environ.get(TASK_LIST_ENV, "").strip()
+    report = import_paths(
+        context.service(),
+        "claude",
+        paths,
+        source=SOURCE,
+        task_list=task_list(event) if shared else None,
+    )
+    if report.errors:
+        first = report.errors[0]
+        more = f" (+{len(report.errors) - 1} more)" if len(report.errors) > 1 else ""
+        context.warn(f"{first.path}:{first.line}: {first.message}{more}")
+
+
+def reinjected(service: PlanLedger, event: Event) -> str | None:
+    """The open tasks of the session's task list, else its TodoWrite plan (None: neither)."""
+    for session_id in dict.fromkeys((task_list(event), ledger_session(PREFIX, event))):
+        text = plan_context(service, session_id)
+        if text is not None:
+            return text
+    return None

@@ -1,7 +1,8 @@
 """Codex: its hooks cannot intercept `update_plan`, so the hook imports the rollout instead.
 
 - `Stop` and `PostCompact`: import the session's new `update_plan` calls from `transcript_path`
-  (the importer: incremental and idempotent, each call id recorded once).
+  (the importer: incremental and idempotent, each call id recorded once; a fork's or a
+  subagent's rollout is filed under its own session, its parent's replayed calls left out).
 - `SessionStart` with `source` resume or compact: import first (a crash may have skipped a
   `Stop`), then the compaction snapshot of `codex-<session_id>` as `additionalContext`.
 """
@@ -19,6 +20,7 @@ from planledger.clients.hooks.runner import Answer, Event, HookContext
 
 DEADLINE_SECONDS = 25.0  # an import reads the rollout; under the 30 s timeout `hooks install` sets
 PREFIX = "codex"
+SOURCE = "codex"
 IMPORT_EVENTS = frozenset({"Stop", "PostCompact"})
 REINJECT_SOURCES = frozenset({"resume", "compact"})
 
@@ -45,7 +47,7 @@ def import_rollout(event: Event, context: HookContext) -> None:
         return  # Codex sends null for a session without a rollout file (ephemeral)
     from planledger.importers import import_paths
 
-    report = import_paths(context.service(), "codex", [Path(transcript)])
+    report = import_paths(context.service(), "codex", [Path(transcript)], source=SOURCE)
     if report.errors:
         first = report.errors[0]
         more = f" (+{len(report.errors) - 1} more)" if len(report.errors) > 1 else ""

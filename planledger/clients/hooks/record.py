@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from domain.errors import ErrorKind, LedgerError, SessionNotFound
+from domain.session import Origin, plain_cwd
 from domain.todos import codex_steps
 from planledger.clients.hooks.runner import Event, HookInputError
 
@@ -38,12 +39,41 @@ def todo_steps(tool_input: Any, text_key: str) -> list[dict[str, Any]]:
     return codex_steps(todos, text_key)
 
 
-def open_if_missing(service: PlanLedger, session_id: str) -> None:
+def open_if_missing(service: PlanLedger, session_id: str, origin: Origin | None = None) -> None:
+    """Open the session (with where it comes from), unless it is open already."""
+    origin = origin or Origin()
     try:
-        service.open_session(session_id)
+        service.open_session(
+            session_id,
+            source=origin.source,
+            parent_session_id=origin.parent_session_id,
+            cwd=origin.cwd,
+        )
     except LedgerError as error:
         if error.kind is not ErrorKind.EXISTS:  # another hook process opened it first
             raise
+
+
+def event_cwd(event: Event) -> str | None:
+    """The agent's working directory, when the event gives one a session can hold."""
+    return plain_cwd(event.get("cwd"))
+
+
+def submit_payload(
+    service: PlanLedger,
+    session_id: str,
+    payload: dict[str, Any],
+    *,
+    client: str,
+    proposal_id: str | None,
+    origin: Origin | None = None,
+) -> Decision:
+    """Propose and decide `payload`, opening the session (with `origin`) on first use."""
+    try:
+        return service.submit(session_id, payload, client=client, proposal_id=proposal_id)
+    except SessionNotFound:
+        open_if_missing(service, session_id, origin)
+        return service.submit(session_id, payload, client=client, proposal_id=proposal_id)
 
 
 def submit_steps(
@@ -53,21 +83,25 @@ def submit_steps(
     *,
     client: str,
     proposal_id: str | None,
+    origin: Origin | None = None,
 ) -> Decision:
     """Propose and decide the list in the Codex form, opening the session on first use."""
-    payload = {"plan": list(steps)}
-    try:
-        return service.submit(session_id, payload, client=client, proposal_id=proposal_id)
-    except SessionNotFound:
-        open_if_missing(service, session_id)
-        return service.submit(session_id, payload, client=client, proposal_id=proposal_id)
+    return submit_payload(
+        service,
+        session_id,
+        {"plan": list(steps)},
+        client=client,
+        proposal_id=proposal_id,
+        origin=origin,
+    )
 
 
-def refusal(decision: Decision, tool: str) -> str:
-    """The reason a model reads when its list is refused: every violation's code and message."""
+def refusal(decision: Decision, tool: str, *, whole_list: bool = True) -> str:
+    """The reason a model reads when its call is refused: every violation's code and message."""
+    again = f"call {tool} again with the whole list" if whole_list else f"call {tool} again"
     lines = [
         f"The plan ledger refused this {tool} call; the plan stays at revision "
-        f"{decision.revision}. Fix every problem below and call {tool} again with the whole list:"
+        f"{decision.revision}. Fix every problem below and {again}:"
     ]
     lines.extend(f"- [{v.code}] {v.message}" for v in decision.violations)
     return "\n".join(lines)

@@ -1,7 +1,8 @@
-"""The fail-open runner: one JSON event on stdin, the agent's answer on stdout, exit 0 always.
+"""The fail-open runner: one JSON event on stdin, the agent's answer on stdout, exit 0.
 
 Any internal error (bad event, database down, a bug) becomes one line on stderr and no answer, so
-a broken ledger never stops the agent's work.
+a broken ledger never stops the agent's work. The one exception is a `Refusal`: the rules refuse
+what the event asks (Claude Code's `TaskCompleted`), said on stderr with exit 2.
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ AGENT_MODULES = {
 
 class HookInputError(ValueError):
     """The event on stdin is not what the agent's hook protocol sends."""
+
+
+class Refusal(Exception):
+    """The rules refuse what the event asks: its message goes to stderr, the exit code is 2."""
+
+
+REFUSED = 2
 
 
 class HookContext:
@@ -89,10 +97,11 @@ def run_hook(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
-    """Handle one event for `agent`; always returns 0 (the exit code).
+    """Handle one event for `agent`; returns the exit code: 0, or 2 for a `Refusal`.
 
     The agent module gives `handle(event, context)` and `DEADLINE_SECONDS`, the time after which
-    the hook gives up (PLANLEDGER_HOOK_DEADLINE overrides it)."""
+    the hook gives up (PLANLEDGER_HOOK_DEADLINE overrides it); `deadline_for(event)`, when it
+    has one, gives the time for that event instead."""
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
@@ -106,14 +115,20 @@ def run_hook(
         os._exit(0)
 
     context = HookContext(database)
+    code = 0
     try:
         if agent not in AGENT_MODULES:
             raise HookInputError(f"unknown agent {agent!r}: use {', '.join(AGENT_MODULES)}")
         module = importlib.import_module(AGENT_MODULES[agent])
         handle: Handler = module.handle
-        with Deadline(deadline_seconds(module.DEADLINE_SECONDS), give_up):
+        event = read_event(stdin)
+        seconds = getattr(module, "deadline_for", lambda _: module.DEADLINE_SECONDS)(event)
+        with Deadline(deadline_seconds(seconds), give_up):
             try:
-                answer = handle(read_event(stdin), context)
+                answer = handle(event, context)
+            except Refusal as refusal:
+                answer, code = None, REFUSED
+                stderr.write(f"{refusal}\n")
             finally:
                 context.close()
         if answer is not None:
@@ -125,4 +140,4 @@ def run_hook(
     except Exception as error:
         stderr.write(f"planledger hook {agent}: {one_line(error)}\n")
     stderr.flush()
-    return 0
+    return code

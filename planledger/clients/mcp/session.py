@@ -29,7 +29,7 @@ def start_session(service: PlanLedger, requested: str | None) -> str:
     """The server's default session: `requested` (opened if missing), else a new one."""
     session_id = requested or new_session_id()
     try:
-        service.open_session(session_id)
+        service.open_session(session_id, source="mcp")
     except SessionExists:
         if requested is None:  # a clash of two fresh names: astronomically unlikely, try again
             return start_session(service, None)

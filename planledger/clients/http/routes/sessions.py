@@ -21,7 +21,7 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorBody}}
 )
 def open_session(request: Request, body: OpenSessionBody) -> SessionView:
     """Open a session (409 if it exists)."""
-    return service_of(request).open_session(body.session_id, body.mode)
+    return service_of(request).open_session(body.session_id, body.mode, source="http")
 
 
 @router.get("/sessions", response_model=SessionList)
