@@ -3,7 +3,8 @@
 Importable without a database: nothing here touches the service, storage or the MCP SDK.
 
     from planledger.tools import tool_definitions
-    tools = tool_definitions("openai")      # or "anthropic", or "mcp"
+    tools = tool_definitions("openai")      # Responses API; "openai-chat" for Chat
+                                            # Completions, "anthropic", or "mcp"
 
 A harness sends the model's arguments, as they came, to `PlanLedger.submit(session_id, args)`;
 the ledger decides them and names every violation, so the schemas are guidance for the model,
@@ -152,7 +153,7 @@ TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
     "plan_update": (PLAN_UPDATE_DESCRIPTION, PLAN_UPDATE_SCHEMA),
 }
 
-Style = Literal["openai", "anthropic", "mcp"]
+Style = Literal["openai", "openai-chat", "anthropic", "mcp"]
 
 
 def tool_schema(name: str) -> dict[str, Any]:
@@ -161,12 +162,19 @@ def tool_schema(name: str) -> dict[str, Any]:
 
 
 def tool_definitions(style: Style = "openai") -> list[dict[str, Any]]:
-    """Both tools in a model API's own shape: OpenAI function tools, Anthropic tools, or MCP
-    tool definitions (`name`, `description`, `inputSchema`). Each call returns fresh copies."""
+    """Both tools in a model API's own shape: OpenAI's Responses API function tools
+    (`openai`), its Chat Completions tools (`openai-chat`: `{"type": "function", "function":
+    {...}}`), Anthropic tools, or MCP tool definitions (`name`, `description`, `inputSchema`).
+    Each call returns fresh copies."""
+    if style not in ("openai", "openai-chat", "anthropic", "mcp"):
+        raise ValueError(f"unknown style {style!r}: use openai, openai-chat, anthropic or mcp")
     definitions = []
     for name, (description, schema) in TOOLS.items():
         parameters = copy.deepcopy(schema)
-        if style == "openai":
+        if style == "openai-chat":
+            function = {"name": name, "description": description, "parameters": parameters}
+            definitions.append({"type": "function", "function": function})
+        elif style == "openai":
             definitions.append(
                 {
                     "type": "function",

@@ -24,18 +24,40 @@ def plan_args(*steps: tuple[str, str], explanation: str | None = None) -> dict[s
 
 @dataclass
 class Rollout:
-    """The lines of one rollout file: `session_meta`, then the items added in order."""
+    """The lines of one rollout file: `session_meta`, then the items added in order.
+
+    A fork's `session_meta` names the session it was forked from (`forked_from_id`), a
+    spawned subagent's its parent thread (`source.subagent.thread_spawn.parent_thread_id`)."""
 
     session: str
     lines: list[str] = field(default_factory=list)
+    forked_from: str | None = None
+    subagent_of: str | None = None
+    started: float = 0
 
     def __post_init__(self) -> None:
+        meta: dict[str, Any] = {
+            "id": self.session,
+            "timestamp": stamp(self.started),
+            "cwd": "/repo",
+            "originator": "codex_cli_rs",
+            "cli_version": "0.155.1",
+            "source": "cli",
+        }
+        if self.forked_from:
+            meta["forked_from_id"] = self.forked_from
+        if self.subagent_of:
+            spawn = {"parent_thread_id": self.subagent_of, "depth": 1}
+            meta["source"] = {"subagent": {"thread_spawn": spawn}}
+        self.record(self.started, "session_meta", meta)
         self.record(
-            0,
-            "session_meta",
-            {"id": self.session, "timestamp": stamp(0), "cwd": "/repo", "originator": "codex"},
+            self.started + 0.5, "turn_context", {"cwd": "/repo", "approval_policy": "on-request"}
         )
-        self.record(0.5, "turn_context", {"cwd": "/repo", "approval_policy": "on-request"})
+
+    def replay(self, lines: list[str]) -> Rollout:
+        """A parent's lines copied after this session's own `session_meta`, as a fork does."""
+        self.lines += lines
+        return self
 
     def record(self, at: float, kind: str, payload: dict[str, Any]) -> Rollout:
         self.lines.append(json.dumps({"timestamp": stamp(at), "type": kind, "payload": payload}))

@@ -1,5 +1,5 @@
-"""Hook events as the agents send them, built from real Claude Code transcripts and from Codex
-rollouts written here, and a runner for the installed `planledger hook` command."""
+"""Hook events as the agents send them, built from Claude Code transcripts and Codex rollouts
+written here, and a runner for the installed `planledger hook` command."""
 
 from __future__ import annotations
 
@@ -11,10 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.claude_transcripts import Transcript
 from tests.e2e.test_cli import planledger_command
-
-# The team's shared folder beside the repository: real Claude Code transcripts.
-SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples" / "claude"
 
 
 @dataclass(frozen=True)
@@ -48,60 +46,33 @@ def run_hook(agent: str, event: Any, env: dict[str, str]) -> HookRun:
     return HookRun(result.returncode, result.stdout, result.stderr, time.perf_counter() - started)
 
 
-@dataclass(frozen=True)
-class TodoCall:
-    """One real `TodoWrite` call of a Claude Code transcript, with its tool result."""
-
-    session_id: str
-    tool_use_id: str
-    todos: list[dict[str, Any]]
-    cwd: str
-    transcript: Path
-    response: Any
-
-    def event(self, name: str) -> dict[str, Any]:
-        event = {
-            "session_id": self.session_id,
-            "transcript_path": str(self.transcript),
-            "cwd": self.cwd,
-            "permission_mode": "default",
-            "hook_event_name": name,
-            "tool_name": "TodoWrite",
-            "tool_input": {"todos": self.todos},
-            "tool_use_id": self.tool_use_id,
-        }
-        if name == "PostToolUse":
-            event["tool_response"] = self.response
-        return event
+TEXTS = ["Read the failing test", "Fix the parser", "Update the docs", "Run the suite"]
 
 
-def todo_calls(transcript: Path) -> list[TodoCall]:
-    """Every `TodoWrite` call of a transcript, in order, with the `toolUseResult` it got."""
-    records = [json.loads(line) for line in transcript.read_text().splitlines() if line.strip()]
-    results = {
-        block["tool_use_id"]: record.get("toolUseResult")
-        for record in records
-        for block in _blocks(record)
-        if block.get("type") == "tool_result"
-    }
-    return [
-        TodoCall(
-            session_id=record["sessionId"],
-            tool_use_id=block["id"],
-            todos=block["input"]["todos"],
-            cwd=record.get("cwd", "/"),
-            transcript=transcript,
-            response=results.get(block["id"]),
-        )
-        for record in records
-        for block in _blocks(record)
-        if block.get("type") == "tool_use" and block.get("name") == "TodoWrite"
-    ]
+def todo_session(
+    folder: Path, session: str = "7e6e3ea2-todos"
+) -> tuple[Transcript, Path, list[str]]:
+    """A Claude Code session of four valid TodoWrite calls (its transcript written under
+    `folder`), and the calls' ids in order."""
+    transcript = Transcript(session)
+    call_ids = []
+    for n in range(4):
+        transcript.other_tool()
+        todos = [
+            {
+                "content": text,
+                "status": "completed" if i < n else "in_progress" if i == n else "pending",
+                "activeForm": text,
+            }
+            for i, text in enumerate(TEXTS)
+        ]
+        call_ids.append(transcript.todo_write(todos))
+    return transcript, transcript.write(folder / f"{session}.jsonl"), call_ids
 
 
-def _blocks(record: dict[str, Any]) -> list[dict[str, Any]]:
-    content = (record.get("message") or {}).get("content")
-    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+def todos_of(transcript: Transcript, call_id: str) -> list[dict[str, Any]]:
+    todos: list[dict[str, Any]] = transcript.inputs[call_id][1]["todos"]
+    return todos
 
 
 def session_event(session_id: str, source: str, transcript: Path | None = None) -> dict[str, Any]:

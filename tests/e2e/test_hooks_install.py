@@ -17,9 +17,26 @@ SETTINGS = {
     "gemini": ".gemini/settings.json",
     "codex": ".codex/hooks.json",
 }
+TOOLS = "TodoWrite|TaskCreate|TaskUpdate"
+TRACKER = "^(write_todos|tracker_create_task|tracker_update_task|tracker_add_dependency)$"
 EVENTS = {
-    "claude-code": {"PreToolUse": "TodoWrite", "PostToolUse": "TodoWrite"},
-    "gemini": {"BeforeTool": "^write_todos$", "SessionStart": "resume"},
+    "claude-code": {
+        "PreToolUse": TOOLS,
+        "PostToolUse": TOOLS,
+        "TaskCreated": None,
+        "TaskCompleted": None,
+        "Stop": None,
+        "PreCompact": None,
+        "SessionEnd": None,
+        "SessionStart": "compact|resume|fork",
+    },
+    "gemini": {
+        "BeforeTool": TRACKER,
+        "AfterTool": "^tracker_create_task$",
+        "SessionStart": "resume",
+        "PreCompress": None,
+        "BeforeAgent": None,
+    },
     "codex": {"Stop": None, "PostCompact": None, "SessionStart": "resume|compact"},
 }
 OTHER_HOOK = {"type": "command", "command": "./scripts/guard.sh"}
@@ -72,7 +89,7 @@ def test_install_merges_into_existing_settings_once(agent: str, tmp_path: Path) 
     }
     event = next(iter(EVENTS[agent]))
     assert merged["hooks"][event][0] == before["hooks"][event][0]  # the user's hook, first
-    assert {e: m for e, m in ours(merged, agent).items() if e in EVENTS[agent]} == EVENTS[agent]
+    assert ours(merged, agent) == EVENTS[agent]
     handler = merged["hooks"][event][-1]["hooks"][0]
     assert Path(handler["command"].split()[0]).name == "planledger"
     assert "timeout" in handler
@@ -93,12 +110,40 @@ def test_print_shows_the_result_and_writes_nothing(tmp_path: Path) -> None:
         "hooks", "install", "claude-code", "--print", "--project", str(project), home=tmp_path
     )
     assert shown.returncode == 0, shown.stderr
-    assert set(ours(json.loads(shown.stdout), "claude-code")) == {
-        "PreToolUse",
-        "PostToolUse",
-        "SessionStart",
+    shown_hooks = json.loads(shown.stdout)
+    assert ours(shown_hooks, "claude-code") == EVENTS["claude-code"]
+    timeouts = {
+        event: groups[-1]["hooks"][0]["timeout"] for event, groups in shown_hooks["hooks"].items()
     }
+    assert timeouts["PreToolUse"] == 10 and timeouts["Stop"] == 30  # an import reads a file
     assert not (project / ".claude").exists()
+
+
+def test_an_older_install_is_upgraded_to_the_task_tools_in_place(tmp_path: Path) -> None:
+    """Settings written by an earlier planledger (TodoWrite only): one install brings them to
+    every event, no entry doubled, the user's own hooks kept."""
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    old = {"type": "command", "command": "/old/bin/planledger hook claude-code", "timeout": 10}
+    path.write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "PreToolUse": [
+                        {"matcher": "TodoWrite", "hooks": [old]},
+                        {"matcher": "Bash", "hooks": [OTHER_HOOK]},
+                    ],
+                    "PostToolUse": [{"matcher": "TodoWrite", "hooks": [old]}],
+                    "SessionStart": [{"matcher": "compact|resume", "hooks": [old]}],
+                }
+            }
+        )
+    )
+    result = install("hooks", "install", "claude-code", "--project", str(tmp_path), home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    merged = json.loads(path.read_text())
+    assert ours(merged, "claude-code") == EVENTS["claude-code"]
+    assert merged["hooks"]["PreToolUse"][0] == {"matcher": "Bash", "hooks": [OTHER_HOOK]}
 
 
 def test_user_settings_and_an_older_entry_replaced(tmp_path: Path) -> None:
@@ -122,7 +167,7 @@ def test_user_settings_and_an_older_entry_replaced(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     groups = json.loads(path.read_text())["hooks"]["BeforeTool"]
     assert groups[0] == {"matcher": "write_todos", "hooks": [OTHER_HOOK]}
-    assert groups[1]["matcher"] == "^write_todos$"
+    assert groups[1]["matcher"] == TRACKER
     command = groups[1]["hooks"][0]["command"]
     assert command.endswith("--database sqlite:////data/ledger.sqlite3 hook gemini")
 

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import gzip
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from planledger.service import open_planledger
+from tests.claude_transcripts import Transcript
 from tests.e2e.test_cli import Cli
 from tests.rollouts import Rollout, plan_args
+from tests.samples import samples
 
-SAMPLES = Path("/work/shared/samples/claude")
 COUNTS = ("calls", "committed", "rejected", "skipped")
 
 
@@ -84,12 +85,13 @@ def todo_steps(todos: list[dict[str, Any]]) -> list[tuple[str, str]]:
 
 
 def test_real_claude_transcripts(db_cli: Cli) -> None:
+    folder = samples("claude")
     expected: dict[str, list[tuple[str, list[dict[str, Any]], bool]]] = {}
-    for path in sorted(SAMPLES.glob("*.jsonl")):
+    for path in sorted(folder.glob("*.jsonl")):
         expected.update(todo_writes(path))
     assert len(expected) == 3 and all(len(calls) == 4 for calls in expected.values())
 
-    report = run_import(db_cli, "claude", SAMPLES)
+    report = run_import(db_cli, "claude", folder)
 
     assert report["errors"] == []
     assert counts(report) == {session: (4, 4, 0, 0) for session in expected}
@@ -149,19 +151,35 @@ def test_codex_rollouts_in_timestamp_order_across_overlapping_files(
     assert steps(second)[:2] == [("Reproduce", "completed"), ("Find the race", "in_progress")]
 
 
+def todo_session(session: str = "d88bceb6-split") -> tuple[Transcript, list[str]]:
+    """A session of four TodoWrite calls among other tools' lines."""
+    transcript = Transcript(session)
+    texts = ["Read the parser", "Fix the bug", "Run the suite"]
+    call_ids = []
+    for n in range(4):
+        transcript.other_tool()
+        todos = [
+            {
+                "content": text,
+                "status": "completed" if i < n else "in_progress" if i == n else "pending",
+                "activeForm": text,
+            }
+            for i, text in enumerate(texts)
+        ]
+        call_ids.append(transcript.todo_write(todos))
+    return transcript, call_ids
+
+
 def test_claude_session_split_over_overlapping_files(db_cli: Cli, tmp_path: Path) -> None:
-    whole = SAMPLES / "26_2cf8fa0634_0_full.jsonl"
-    lines = whole.read_text().splitlines(keepends=True)
-    (tmp_path / "part2.jsonl").write_text("".join(lines[95:]))
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "part1.jsonl").write_text("".join(lines[:110]))
-    [(session, calls)] = todo_writes(whole).items()
+    transcript, call_ids = todo_session()
+    transcript.write(tmp_path / "part2.jsonl", slice(8, None))
+    transcript.write(tmp_path / "sub" / "part1.jsonl", slice(0, 12))
 
     split = run_import(db_cli, "claude", tmp_path)
 
-    assert counts(split) == {session: (4, 4, 0, 0)}
+    assert counts(split) == {"claude-d88bceb6-split": (4, 4, 0, 0)}
     assert len(split["sessions"][0]["files"]) == 2
-    assert committed_ids(db_cli, session) == [cid for cid, _, _ in calls]
+    assert committed_ids(db_cli, "claude-d88bceb6-split") == call_ids
 
 
 def test_damaged_files_are_reported_and_the_rest_imported(db_cli: Cli, tmp_path: Path) -> None:
@@ -178,10 +196,10 @@ def test_damaged_files_are_reported_and_the_rest_imported(db_cli: Cli, tmp_path:
     path = rollout.write(tmp_path / "damaged.jsonl")
     path.write_text(path.read_text()[:-60])  # the last line (call_4's output) is cut
     claude = tmp_path / "claude"
-    claude.mkdir()
-    transcript = shutil.copy(SAMPLES / "f8_10e13fce67_0_full.jsonl", claude / "cut.jsonl")
-    text = Path(transcript).read_text()
-    Path(transcript).write_text(text[: text.rindex('"TodoWrite"') + 200])  # cut in a call
+    transcript = todo_session("d88bceb6-cut")[0].write(claude / "cut.jsonl")
+    text = transcript.read_text()
+    transcript.write_text(text[: text.rindex('"TodoWrite"') + 200])  # cut in the last call
+    cut_line = text[: text.rindex('"TodoWrite"')].count("\n") + 1
 
     codex = run_import(db_cli, "codex", path, tmp_path / "missing.jsonl", code=2)
     cut = run_import(db_cli, "claude", claude, code=2)
@@ -194,8 +212,8 @@ def test_damaged_files_are_reported_and_the_rest_imported(db_cli: Cli, tmp_path:
     ]
     assert "arguments are not JSON" in codex["errors"][2]["message"]
     assert counts(codex) == {"codex-0199-damaged": (3, 3, 0, 0)}
-    assert [(e["path"], e["line"]) for e in cut["errors"]] == [(str(transcript), 114)]
-    assert counts(cut) == {"claude-d88bceb6-bb3a-4ae8-9405-d67d19950a46": (3, 3, 0, 0)}
+    assert [(e["path"], e["line"]) for e in cut["errors"]] == [(str(transcript), cut_line)]
+    assert counts(cut) == {"claude-d88bceb6-cut": (3, 3, 0, 0)}
     human = db_cli("import", "codex", str(path))
     assert human.returncode == 2
     assert f"{path}:6: update_plan call c: arguments are not JSON" in human.stderr
@@ -233,3 +251,143 @@ def test_rule_breaking_calls_are_recorded_as_rejected(db_cli: Cli, tmp_path: Pat
         "call_field": ["mode_change_forbidden"],
     }
     assert db_cli.json("plan", "show", "codex-0199-rules")["revision"] == 2
+
+
+# -- Claude Code's task tools ------------------------------------------------------------------
+
+
+def test_real_claude_task_sessions_give_exactly_the_expected_lists(
+    db_cli: Cli, tmp_path: Path
+) -> None:
+    """../shared/samples/claude-tasks: three real sessions over eleven overlapping files, with
+    subagent calls, two error answers and blockers; EXPECTED.json says what each must give."""
+    folder = samples("claude-tasks")
+    expected = json.loads((folder / "EXPECTED.json").read_text())
+    unpacked = tmp_path / "transcripts"
+    unpacked.mkdir()
+    for packed in sorted(folder.glob("*.jsonl.gz")):
+        (unpacked / packed.name.removesuffix(".gz")).write_bytes(
+            gzip.decompress(packed.read_bytes())
+        )
+
+    report = run_import(db_cli, "claude", unpacked)
+
+    assert report["errors"] == []
+    assert counts(report) == {
+        f"claude-{sid}": (
+            want["calls"],
+            want["calls"] - want["skipped"] - want["rejected"],
+            want["rejected"],
+            want["skipped"],
+        )
+        for sid, want in expected.items()
+    }
+    for sid, want in expected.items():
+        view = db_cli.json("plan", "show", f"claude-{sid}")
+        assert view["policy"] == "tasks"
+        assert [{k: s[k] for k in ("id", "title", "status")} for s in view["steps"]] == want[
+            "final"
+        ]
+    blocked = db_cli.json("plan", "show", "claude-2aeee101-92bd-4b51-a063-4f47cd58f907")
+    assert {s["id"]: s.get("blocked_by", []) for s in blocked["steps"]}["6"] == ["2", "3", "4", "5"]
+    written = store_position(db_cli)
+    again = run_import(db_cli, "claude", unpacked)
+    assert store_position(db_cli) == written  # importing again writes nothing
+    assert {s["committed"] + s["rejected"] for s in again["sessions"]} == {0}
+    assert db_cli.json("verify")["ok"] is True
+
+
+def test_task_calls_recorded_by_hooks_are_not_recorded_again_by_an_import(
+    db_cli: Cli, tmp_path: Path
+) -> None:
+    transcript = Transcript("sess-hooked")
+    _, one = transcript.task_create("Write the test")
+    transcript.task_create("Fix the bug")
+    update = transcript.task_update("1", status="in_progress")
+    path = transcript.write(tmp_path / "sess-hooked.jsonl")
+    session = "claude-sess-hooked"
+    with open_planledger(url_of(db_cli), home=None) as service:
+        service.open_session(session)
+        # a TaskCreated hook recorded task 1 under an id of its own, PreToolUse the update
+        service.submit(
+            session,
+            {"op": "create", "id": one, "title": "Write the test"},
+            proposal_id="task-1-created",
+        )
+        service.submit(
+            session, {"op": "update", "id": "1", "status": "in_progress"}, proposal_id=update
+        )
+
+    report = run_import(db_cli, "claude", path)
+
+    assert counts(report) == {session: (3, 1, 0, 2)}
+    view = db_cli.json("plan", "show", session)
+    assert [(s["id"], s["status"]) for s in view["steps"]] == [
+        ("1", "in_progress"),
+        ("2", "pending"),
+    ]
+
+
+# -- Codex forks and subagents -----------------------------------------------------------------
+
+
+def fork_rollouts(tmp_path: Path) -> tuple[Path, Path]:
+    """A parent's rollout, and a fork's: its own session_meta, the parent's lines replayed,
+    then a call of its own. The parent goes on after the fork."""
+    parent = Rollout("0199-parent").user(1, "go")
+    parent.update_plan(2, "call_p1", plan_args(("Reproduce", "in_progress"), ("Fix", "pending")))
+    parent.update_plan(3, "call_p2", plan_args(("Reproduce", "completed"), ("Fix", "in_progress")))
+    fork = Rollout("0199-fork", forked_from="0199-parent", started=10).replay(parent.lines)
+    fork.update_plan(12, "call_f1", plan_args(("Try another fix", "in_progress")))
+    parent.update_plan(13, "call_p3", plan_args(("Reproduce", "completed"), ("Fix", "completed")))
+    return parent.write(tmp_path / "parent.jsonl"), fork.write(tmp_path / "fork.jsonl")
+
+
+@pytest.mark.parametrize("order", ["parent-first", "fork-alone", "together"])
+def test_a_codex_fork_is_filed_under_the_fork_and_leaves_the_parents_plan(
+    db_cli: Cli, tmp_path: Path, order: str
+) -> None:
+    parent, fork = fork_rollouts(tmp_path)
+    if order == "parent-first":
+        run_import(db_cli, "codex", parent)
+        report = run_import(db_cli, "codex", fork)
+    elif order == "fork-alone":
+        report = run_import(db_cli, "codex", fork)
+    else:
+        report = run_import(db_cli, "codex", fork, parent)
+
+    assert counts(report)["codex-0199-fork"] == (1, 1, 0, 0)
+    assert committed_ids(db_cli, "codex-0199-fork") == ["call_f1"]
+    fork_view = db_cli.json("plan", "show", "codex-0199-fork")
+    assert steps(fork_view) == [("Try another fix", "in_progress")]
+    session = db_cli.json("session", "show", "codex-0199-fork")
+    assert (session["parent_session_id"], session["source"], session["cwd"]) == (
+        "codex-0199-parent",
+        "import:codex",
+        "/repo",
+    )
+    if order != "fork-alone":
+        assert committed_ids(db_cli, "codex-0199-parent") == ["call_p1", "call_p2", "call_p3"]
+        parent_view = db_cli.json("plan", "show", "codex-0199-parent")
+        assert steps(parent_view) == [("Reproduce", "completed"), ("Fix", "completed")]
+    listed = {s["session_id"]: s for s in db_cli.json("session", "list")["sessions"]}
+    assert listed["codex-0199-fork"]["parent_session_id"] == "codex-0199-parent"
+
+
+def test_a_fork_replay_dated_after_the_fork_is_left_to_the_parent_that_holds_it(
+    db_cli: Cli, tmp_path: Path
+) -> None:
+    """A replay written with the fork's own times: recognised by the calls the parent holds."""
+    parent = Rollout("0199-p2").user(1, "go")
+    parent.update_plan(2, "call_q1", plan_args(("Reproduce", "in_progress")))
+    restamped = [
+        line.replace('"2025-09-01T10:00:0', '"2025-09-01T10:00:2') for line in parent.lines
+    ]
+    fork = Rollout("0199-f2", forked_from="0199-p2", started=10).replay(restamped)
+    fork.update_plan(40, "call_g1", plan_args(("Own step", "in_progress")))
+    run_import(db_cli, "codex", parent.write(tmp_path / "p.jsonl"))
+
+    report = run_import(db_cli, "codex", fork.write(tmp_path / "f.jsonl"))
+
+    assert counts(report)["codex-0199-f2"] == (2, 1, 0, 1)
+    assert committed_ids(db_cli, "codex-0199-f2") == ["call_g1"]

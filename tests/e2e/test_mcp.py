@@ -399,6 +399,34 @@ def test_session_option_opens_a_missing_session_and_reuses_an_existing_one(serve
     assert bad.returncode == 2 and "invalid session id" in bad.stderr
 
 
+def test_read_plan_shows_a_task_lists_blockers_and_owners(server: Server) -> None:
+    """A task list recorded by Claude Code's hooks, read by a model through MCP: the SDK's
+    client validates the structured content against the tool's output schema."""
+    server.cli.json("session", "open", "tasks")
+    for payload in (
+        {"op": "create", "title": "Write the test"},
+        {"op": "create", "title": "Fix the bug"},
+        {"op": "update", "id": "2", "add_blocked_by": ["1"], "owner": "sub-agent"},
+    ):
+        server.cli.json("plan", "update", "tasks", stdin=json.dumps(payload))
+
+    async def scenario() -> None:
+        async with server.connect() as session:
+            read = await session.call_tool("read_plan", {"session_id": "tasks"})
+            view = read.structured_content
+            assert view is not None and view["policy"] == "tasks"
+            assert view["steps"][1] == {
+                "id": "2",
+                "title": "Fix the bug",
+                "status": "pending",
+                "blocked_by": ["1"],
+                "owner": "sub-agent",
+            }
+            assert "blocked by 1" in read.content[0].text  # what the model reads
+
+    run(scenario)
+
+
 # -- the resource and its live updates ----------------------------------------------------------
 
 

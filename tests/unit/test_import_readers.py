@@ -7,20 +7,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from planledger.importers.calls import PlanCall, in_record_order, parse_timestamp
-from planledger.importers.claude import read_claude, todos_payload
+from planledger.importers.claude import claude_calls, read_claude, todos_payload
 from planledger.importers.codex import read_codex
 from planledger.importers.lines import find_files, records
 from planledger.importers.report import LineError
+from tests.claude_transcripts import Transcript
 from tests.rollouts import Rollout, plan_args, stamp
 
 TWO_STEPS = plan_args(("Locate the failure", "completed"), ("Fix it", "in_progress"))
 
 
-def read(reader: object, path: Path) -> tuple[list[PlanCall], list[LineError], int]:
+def read(reader: object, *paths: Path) -> tuple[list[PlanCall], list[LineError], int]:
     errors: list[LineError] = []
     counted: list[int] = []
-    calls = reader(path, errors, counted.append)  # type: ignore[operator]
-    return calls, errors, sum(counted)
+    found = [reader(path, errors, counted.append) for path in paths]  # type: ignore[operator]
+    if reader is read_claude:
+        return claude_calls(found, errors), errors, sum(counted)
+    return [call for calls in found for call in calls], errors, sum(counted)
 
 
 def test_codex_reader_takes_update_plan_calls_in_both_argument_shapes(tmp_path: Path) -> None:
@@ -116,7 +119,11 @@ def test_claude_reader_maps_todos_and_ignores_other_tools(tmp_path: Path) -> Non
 
     calls, errors, _ = read(read_claude, path)
 
-    assert [(c.session_id, c.call_id, c.line) for c in calls] == [("claude-abc", "toolu_1", 2)]
+    assert [(c.session_id, c.call_id, c.line) for c in calls] == [
+        ("claude-abc", "toolu_1", 2),
+        ("claude-abc", "toolu_2", 3),  # a TaskCreate not answered yet: counted, not recorded
+    ]
+    assert calls[1].payload is None
     assert calls[0].payload == {
         "plan": [
             {"step": "Write the parser", "status": "completed"},
@@ -178,3 +185,126 @@ def test_find_files_searches_folders_for_jsonl_once_each(tmp_path: Path) -> None
     assert [(e.path, e.line, e.message) for e in errors] == [
         (str(tmp_path / "missing"), 0, "no such file or folder")
     ]
+
+
+# -- Claude Code's task tools and subagents ------------------------------------------------------
+
+
+def test_claude_task_calls_take_claude_code_ids_and_skip_error_answers(tmp_path: Path) -> None:
+    transcript = Transcript("sess-1")
+    create_1, one = transcript.task_create("Write the test")
+    create_2, two = transcript.task_create("Fix the bug", agent="a17ad42")  # a progress line
+    transcript.other_tool()
+    failed = transcript.task_create("Bad", error="Task list is full")[0]
+    update = transcript.task_update("2", addBlockedBy=["1"], owner="a17ad42")
+    missing = transcript.task_update("9", status="completed", error="Task not found")
+    done = transcript.task_update("1", status="completed", agent="a17ad42")
+    pending = transcript.task_create("Unanswered", answered=False)[0]
+    path = transcript.write(tmp_path / "sess-1.jsonl")
+
+    calls, errors, _ = read(read_claude, path)
+
+    assert errors == []
+    assert (one, two) == ("1", "2")
+    assert [(c.call_id, c.session_id) for c in calls] == [
+        (create_1, "claude-sess-1"),
+        (create_2, "claude-sess-1"),  # subagents work on the session's task list
+        (failed, "claude-sess-1"),
+        (update, "claude-sess-1"),
+        (missing, "claude-sess-1"),
+        (done, "claude-sess-1"),
+        (pending, "claude-sess-1"),
+    ]
+    by_id = {c.call_id: c for c in calls}
+    assert by_id[create_1].payload == {
+        "op": "create",
+        "id": "1",
+        "title": "Write the test",
+        "detail": "Do it well.",
+        "active_form": "Working",
+    }
+    assert by_id[create_1].created_task == "1"
+    assert by_id[create_2].payload is not None and by_id[create_2].payload["id"] == "2"  # text
+    assert by_id[update].payload == {
+        "op": "update",
+        "id": "2",
+        "add_blocked_by": ["1"],
+        "owner": "a17ad42",
+    }
+    # answered with an error, or not answered yet: counted, never recorded
+    assert [by_id[i].payload for i in (failed, missing, pending)] == [None, None, None]
+    assert by_id[done].payload == {"op": "update", "id": "1", "status": "completed"}
+    assert by_id[create_1].cwd == "/work/project"
+
+
+def test_a_subagents_todo_list_is_its_own_session(tmp_path: Path) -> None:
+    transcript = Transcript("sess-2")
+    main = transcript.todo_write([{"content": "Plan the work", "status": "in_progress"}])
+    sub = transcript.todo_write([{"content": "Read the code", "status": "in_progress"}], "ab12")
+    in_file = transcript.task_create("From the agent's file", agent="cd34", in_file=True)[0]
+    path = transcript.write(tmp_path / "sess-2.jsonl")
+    agent_file = tmp_path / "sess-2" / "subagents" / "agent-cd34.jsonl"
+    assert agent_file.exists()
+
+    calls, errors, _ = read(read_claude, path, agent_file)
+
+    assert errors == []
+    assert [(c.call_id, c.session_id, c.parent_session_id) for c in calls] == [
+        (main, "claude-sess-2", None),
+        (sub, "claude-sess-2-ab12", "claude-sess-2"),
+        (in_file, "claude-sess-2", None),
+    ]
+
+
+def test_overlapping_files_give_each_call_once_with_its_answer_from_either(tmp_path: Path) -> None:
+    transcript = Transcript("sess-3")
+    create, _ = transcript.task_create("Write the test")
+    transcript.task_update("1", status="in_progress")
+    # The first snapshot ends before the create's answer; the second holds the whole session.
+    early = transcript.write(tmp_path / "a" / "sess-3.jsonl", slice(0, 1))
+    whole = transcript.write(tmp_path / "b" / "sess-3.jsonl")
+
+    calls, _, _ = read(read_claude, early, whole)
+
+    assert (calls[0].call_id, calls[0].path) == (create, str(early))
+    assert calls[0].payload is not None and calls[0].payload["id"] == "1"
+    assert len(calls) == 2
+
+
+def test_a_shared_task_list_takes_every_sessions_task_calls(tmp_path: Path) -> None:
+    transcript = Transcript("sess-4")
+    transcript.task_create("Shared")
+    transcript.todo_write([{"content": "Own list", "status": "pending"}])
+    path = transcript.write(tmp_path / "sess-4.jsonl")
+    errors: list[LineError] = []
+    calls = claude_calls([read_claude(path, errors, lambda n: None)], errors, "claude-tasks-x")
+    assert [c.session_id for c in calls] == ["claude-tasks-x", "claude-sess-4"]
+
+
+# -- Codex forks and subagents ---------------------------------------------------------------------
+
+
+def test_a_codex_fork_is_its_own_session_and_its_replay_is_its_parents(tmp_path: Path) -> None:
+    parent = Rollout("parent-1").user(1, "go")
+    parent.update_plan(2, "call_p1", TWO_STEPS)
+    parent.update_plan(3, "call_p2", plan_args(("Fix it", "completed")))
+    # The fork starts with its own session_meta (naming its parent), then replays the
+    # parent's lines, its session_meta included, then goes on by itself.
+    fork = Rollout("fork-1", forked_from="parent-1", started=10)
+    fork.replay(parent.lines)
+    fork.update_plan(11, "call_f1", plan_args(("Write the docs", "in_progress")))
+    path = fork.write(tmp_path / "fork.jsonl")
+
+    calls, errors, _ = read(read_codex, path)
+
+    assert errors == []
+    assert [(c.session_id, c.call_id, c.replay_of) for c in calls] == [
+        ("codex-fork-1", "call_f1", ("codex-parent-1",))
+    ]  # the parent's calls, dated before the fork began, are left out
+    assert calls[0].parent_session_id == "codex-parent-1"
+    assert calls[0].cwd == "/repo"
+
+    spawned = Rollout("child-1", subagent_of="parent-1")
+    spawned.update_plan(1, "call_c1", TWO_STEPS)
+    (child,), _, _ = read(read_codex, spawned.write(tmp_path / "child.jsonl"))
+    assert (child.session_id, child.parent_session_id) == ("codex-child-1", "codex-parent-1")

@@ -103,3 +103,18 @@ def test_definitions_in_each_model_api_shape_are_fresh_copies() -> None:
     mine = tool_schema("update_plan")
     mine["required"].append("session_id")
     assert UPDATE_PLAN_SCHEMA["properties"] and UPDATE_PLAN_SCHEMA["required"] == ["plan"]
+
+
+def test_chat_completions_tools_wrap_each_function() -> None:
+    """OpenAI's Chat Completions API takes `{"type": "function", "function": {name,
+    description, parameters}}`; its Responses API (`openai`) the same keys unwrapped."""
+    chat = tool_definitions("openai-chat")
+    responses = tool_definitions("openai")
+    assert [set(d) for d in chat] == [{"type", "function"}] * 2
+    assert [d["function"] for d in chat] == [
+        {k: d[k] for k in ("name", "description", "parameters")} for d in responses
+    ]
+    chat[0]["function"]["parameters"]["properties"].clear()
+    assert UPDATE_PLAN_SCHEMA["properties"]  # fresh copies
+    with pytest.raises(ValueError, match="unknown style"):
+        tool_definitions("openai-completions")  # type: ignore[arg-type]

@@ -31,10 +31,12 @@ class UnreadableSettings(LedgerError):
 
 @dataclass(frozen=True)
 class Entry:
-    """One matcher group: run the hook on `event` when `matcher` matches (None: always)."""
+    """One matcher group: run the hook on `event` when `matcher` matches (None: always);
+    `timeout` overrides the agent's handler timeout for it (an import reads a transcript)."""
 
     event: str
     matcher: str | None
+    timeout: int | None = None
 
 
 @dataclass(frozen=True)
@@ -54,13 +56,19 @@ class AgentHooks:
 
 AGENTS: dict[str, AgentHooks] = {
     # Claude Code: matcher = tool name or SessionStart source; timeout in seconds.
+    # The todo tools of every version: TodoWrite, and the task tools (2.1.19 and later).
     "claude-code": AgentHooks(
         ".claude",
         "settings.json",
         (
-            Entry("PreToolUse", "TodoWrite"),
-            Entry("PostToolUse", "TodoWrite"),
-            Entry("SessionStart", "compact|resume"),
+            Entry("PreToolUse", "TodoWrite|TaskCreate|TaskUpdate"),
+            Entry("PostToolUse", "TodoWrite|TaskCreate|TaskUpdate"),
+            Entry("TaskCreated", None),
+            Entry("TaskCompleted", None),
+            Entry("Stop", None, timeout=30),
+            Entry("PreCompact", None, timeout=30),
+            Entry("SessionEnd", None, timeout=30),
+            Entry("SessionStart", "compact|resume|fork", timeout=30),
         ),
         {"timeout": 10},
     ),
@@ -68,7 +76,16 @@ AGENTS: dict[str, AgentHooks] = {
     "gemini": AgentHooks(
         ".gemini",
         "settings.json",
-        (Entry("BeforeTool", "^write_todos$"), Entry("SessionStart", "resume")),
+        (
+            Entry(
+                "BeforeTool",
+                "^(write_todos|tracker_create_task|tracker_update_task|tracker_add_dependency)$",
+            ),
+            Entry("AfterTool", "^tracker_create_task$"),
+            Entry("SessionStart", "resume"),
+            Entry("PreCompress", None),
+            Entry("BeforeAgent", None),
+        ),
         {"name": "planledger", "timeout": 10000},
     ),
     # Codex: hooks.json beside config.toml; timeout in seconds (an import reads the rollout).
@@ -132,8 +149,10 @@ def merge(settings: dict[str, Any], agent: str, command: str) -> dict[str, Any]:
     hooks = merged.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise UnreadableSettings("its 'hooks' is not a JSON object")
-    wanted = {"type": "command", "command": command, **spec.handler}
     for entry in spec.entries:
+        wanted = {"type": "command", "command": command, **spec.handler}
+        if entry.timeout is not None:
+            wanted["timeout"] = entry.timeout
         groups = hooks.setdefault(entry.event, [])
         if not isinstance(groups, list):
             raise UnreadableSettings(f"its hooks.{entry.event} is not a JSON array")

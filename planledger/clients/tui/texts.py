@@ -6,8 +6,9 @@ from datetime import UTC, datetime
 
 from rich.text import Text
 
-from planledger.clients.plan_panel import STATUS_MARK
+from planledger.clients.plan_panel import STATUS_MARK, step_notes
 from planledger.service.results import SessionView
+from projections.plan_lines import operation_text
 from projections.shapes import HistoryEntry, PlanView
 
 KIND_STYLE = {"committed": "green", "rejected": "red", "proposed": "cyan"}
@@ -69,6 +70,9 @@ def plan_text(plan: PlanView | None, revision: int) -> Text:
         text.append(f"{symbol} ", style=style)
         text.append(step.title, style=style)
         text.append(f"  {step.id}", style="dim")
+        notes = step_notes(step.model_dump(mode="json"))
+        if notes:
+            text.append(notes, style="cyan")
     return text
 
 
@@ -102,6 +106,8 @@ def entry_details(entry: HistoryEntry) -> str:
         parts.append(f"expects r{entry.expected_revision}")
     if entry.client:
         parts.append(f"by {entry.client}")
+    if entry.operation is not None:
+        parts.append(f"· {operation_text(entry.operation)}")
     return " ".join(parts)
 
 
