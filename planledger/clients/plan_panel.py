@@ -47,7 +47,7 @@ def plan_panel_of(view: Mapping[str, Any]) -> Panel:
     pending = view.get("pending_proposal")
     if pending:
         lines.append(Text(f"undecided proposal {pending['proposal_id']}", style="italic cyan"))
-    title = view.get("title") or "(untitled)"
+    title = view.get("title") or ("task list" if view.get("policy") == "tasks" else "(untitled)")
     policy = view.get("policy")
     subtitle = f"revision {view['revision']}" + (f" · {policy}" if policy else "")
     if view.get("goal_id"):

@@ -293,6 +293,39 @@ def test_plan_compaction(cli: Cli) -> None:
     assert cli("plan", "compaction", "s1", "--max-chars", "-1").returncode == 2
 
 
+def test_a_task_list_through_the_command_line(any_cli: Cli) -> None:
+    """The task form from a file or stdin: blockers and owners in `plan show`, the history's
+    operations, the handoff text and the session list, exactly as the agent sent them."""
+    cli = any_cli
+    cli("session", "open", "t1")
+    for payload in (
+        {"op": "create", "title": "Write the [bold]failing[/bold] test"},
+        {"op": "create", "title": "Fix the parser"},
+        {"op": "update", "id": "2", "add_blocked_by": ["1"], "owner": "sub-agent"},
+        {"op": "update", "id": "1", "status": "in_progress"},
+    ):
+        assert cli("plan", "update", "t1", stdin=json.dumps(payload)).returncode == 0
+    refused = cli(
+        "plan", "update", "t1", stdin=json.dumps({"op": "update", "id": "2", "status": "completed"})
+    )
+    assert refused.returncode == 3 and "blocked_step_started" in refused.stdout
+    shown = cli("plan", "show", "t1").stdout
+    assert "blocked by 1" in shown and "@sub-agent" in shown and "task list" in shown
+    history = cli("plan", "history", "t1").stdout
+    assert "update 2: owner sub-agent, blocked by 1" in " ".join(history.split())
+    text = cli("plan", "compaction", "t1").stdout
+    assert "Task 1 [in_progress]: Write the [bold]failing[/bold] test" in text  # as sent
+    assert "Task 2 [pending]: Fix the parser (blocked by 1) (owner sub-agent)" in text
+    (listed,) = cli.json("session", "list")["sessions"]
+    assert (listed["title"], listed["progress"], listed["source"]) == (
+        "Write the [bold]failing[/bold] test",
+        {"completed": 0, "total": 2},
+        "cli",
+    )
+    table = cli("session", "list").stdout
+    assert "0/2" in table and "cli" in table
+
+
 def test_plan_json_follows_updates_and_rebuild(cli: Cli) -> None:
     cli("session", "open", "s1")
     cli("plan", "update", "s1", stdin=json.dumps(PLAN))

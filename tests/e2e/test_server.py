@@ -387,6 +387,19 @@ def test_healthz_sessions_and_mode(api: httpx.Client) -> None:
     assert api.put("/sessions/nope/mode", json={"mode": "plan"}).status_code == 404
     assert api.put("/sessions/s1/mode", json={"mode": "sideways"}).status_code == 422
     assert get_json(api, "/healthz")["status"] == "ok"
+    listed = {item["session_id"]: item for item in get_json(api, "/sessions")["sessions"]}
+    assert listed["s1"] == {
+        "session_id": "s1",
+        "mode": "work",
+        "revision": 0,
+        "updated_at": listed["s1"]["updated_at"],
+        "title": None,
+        "progress": {"completed": 0, "total": 0},
+        "source": "http",
+        "parent_session_id": None,
+        "cwd": None,
+        "corrupt": False,
+    }
 
 
 def test_strict_plan_lifecycle(api: httpx.Client) -> None:

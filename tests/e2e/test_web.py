@@ -172,6 +172,81 @@ def test_session_list_newest_first_links_to_each(
         assert view.steps() == []
 
 
+def test_session_list_filters_by_source_and_searches_titles(
+    browser: Browser, web_server: Server, web_database: str, api: httpx.Client, tmp_path: Path
+) -> None:
+    """The list shows each session's plan at a glance and where it comes from; the form keeps
+    one source's sessions or those whose title holds the words (served, no script)."""
+    open_session(api, "filter-http")
+    propose(api, "filter-http", {"title": "Ship the filter export", "steps": PLAN_3_STEPS}, 200)
+    with open_planledger(web_database, home=None) as service:
+        service.open_session("filter-hook", source="claude-code", cwd="/work/filters")
+        service.submit("filter-hook", {"op": "create", "title": "Write the filter test"})
+        service.submit("filter-hook", {"op": "update", "id": "1", "status": "in_progress"})
+        service.open_session("filter-sub", source="claude-code", parent_session_id="filter-hook")
+    with viewer(browser, web_server) as view:
+        page = view.page
+        page.goto(f"{web_server.url}/ui")
+        hook_row = page.locator('tr[data-session-id="filter-hook"]')
+        expect(hook_row).to_contain_text("Write the filter test")  # its task in progress
+        expect(hook_row).to_contain_text("0/1")
+        expect(hook_row).to_contain_text("/work/filters")
+        expect(page.locator('tr[data-session-id="filter-sub"]')).to_contain_text("from filter-hook")
+        page.locator('select[name="source"]').select_option("claude-code")
+        page.get_by_role("button", name="filter").click()
+        page.wait_for_url(f"{web_server.url}/ui?source=claude-code&q=")
+        shown = page.locator("#sessions tbody tr").evaluate_all(
+            "rows => rows.map(r => r.dataset.sessionId)"
+        )
+        assert set(shown) == {"filter-hook", "filter-sub"}
+        shot = tmp_path / "session-list.png"
+        page.screenshot(path=str(shot), full_page=True)
+        print(f"screenshot: {shot}")
+        page.goto(f"{web_server.url}/ui?q=FILTER+EXPORT")
+        shown = page.locator("#sessions tbody tr").evaluate_all(
+            "rows => rows.map(r => r.dataset.sessionId)"
+        )
+        assert shown == ["filter-http"]
+        page.goto(f"{web_server.url}/ui?q=nothing-like-this")
+        expect(page.locator("#sessions")).to_have_text("No session matches.")
+        page.goto(f"{web_server.url}/ui/sessions/filter-sub")
+        expect(page.locator("#source")).to_have_text("claude-code")
+        page.locator("#parent").get_by_role("link", name="filter-hook").click()
+        page.wait_for_url(f"{web_server.url}/ui/sessions/filter-hook")
+        expect(page.locator("#cwd")).to_have_text("/work/filters")
+
+
+def test_a_task_lists_blockers_owners_and_operations(
+    browser: Browser, web_server: Server, api: httpx.Client, tmp_path: Path
+) -> None:
+    """The step's text stays its title; blockers and owner are shown beside it (data
+    attributes and the style sheet), and each proposal's operation in the history."""
+    sid = "task-page"
+    open_session(api, sid)
+    for payload in (
+        {"op": "create", "title": "Write the test"},
+        {"op": "create", "title": "Fix the bug"},
+        {"op": "update", "id": "2", "add_blocked_by": ["1"], "owner": "sub-agent"},
+        {"op": "update", "id": "1", "status": "in_progress"},
+    ):
+        propose(api, sid, payload, 200)
+    with viewer(browser, web_server) as view:
+        page = view.page
+        page.goto(f"{web_server.url}/ui/sessions/{sid}")
+        expect(page.locator("#revision")).to_have_text("4", timeout=WAIT_MS)
+        assert view.steps() == [
+            ("1", "in_progress", "Write the test"),
+            ("2", "pending", "Fix the bug"),
+        ]
+        second = page.locator('#plan > [data-step-id="2"]')
+        expect(second).to_have_attribute("data-blocked-by", "1")
+        expect(second).to_have_attribute("data-owner", "sub-agent")
+        expect(page.locator("#history")).to_contain_text("update 2: owner sub-agent, blocked by 1")
+        shot = tmp_path / "task-page.png"
+        page.screenshot(path=str(shot), full_page=True)
+        print(f"screenshot: {shot}")
+
+
 def test_session_page_markup(
     browser: Browser, web_server: Server, api: httpx.Client, tmp_path: Path
 ) -> None:

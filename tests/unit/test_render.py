@@ -112,3 +112,48 @@ def test_history_shows_an_explanation_when_the_entry_has_one() -> None:
     )
     text = shown(render.history_table(History(session_id="s1", entries=[entry])), width=200)
     assert "explanation: Why" in text
+
+
+def test_a_task_lists_blockers_owners_and_operations_in_every_terminal_view() -> None:
+    from planledger.clients.tui import texts
+    from projections.acp import plan_entries
+    from projections.compaction import summarise
+    from projections.plan_lines import entry_line, plan_lines
+
+    tasks = view(
+        policy="tasks",
+        goal_id=None,
+        steps=[
+            Step(id="1", title="Write the test", status="completed"),
+            Step(id="2", title="Fix it", status="in_progress", blocked_by=("1",), owner="sub"),
+            Step(id="3", title="Ship", status="pending", blocked_by=("1", "2")),
+        ],
+    )
+    panel = shown(render.plan_panel(tasks))
+    assert "task list" in panel and "Fix it  2  blocked by 1  @sub" in panel
+    tui = texts.plan_text(tasks, 12).plain
+    assert "task list" in tui and "Ship  3  blocked by 1, 2" in tui
+    assert "[>] Fix it (id 2, in_progress, blocked by 1, owner sub)" in plan_lines(tasks)
+    # the handoff and the editor name only the blockers still open
+    handoff = summarise(tasks).text
+    assert "Task 3 [pending]: Ship (blocked by 2)" in handoff
+    assert "Write the test" not in handoff
+    assert [e["content"] for e in plan_entries(tasks.steps)] == [
+        "Write the test",
+        "Fix it [owner sub]",
+        "Ship [blocked by 2]",
+    ]
+    entry = HistoryEntry.model_validate(
+        {
+            "position": 4,
+            "kind": "proposed",
+            "proposal_id": "p3",
+            "at": AT,
+            "form": "task",
+            "operation": {"op": "update", "id": "3", "add_blocked_by": ["1", "2"]},
+        }
+    )
+    assert entry_line(entry).endswith("(task): update 3: blocked by 1, 2")
+    assert texts.entry_details(entry) == "task · update 3: blocked by 1, 2"
+    history = shown(render.history_table(History(session_id="s1", entries=[entry])))
+    assert "update 3: blocked by 1, 2" in history

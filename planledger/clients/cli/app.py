@@ -115,6 +115,8 @@ def emit(as_json: bool, model: BaseModel | dict[str, Any], human: object) -> Non
             model.model_dump(mode="json", by_alias=True) if isinstance(model, BaseModel) else model
         )
         sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    elif isinstance(human, str):  # plain text (a plan's titles): never read as markup
+        out.print(human, markup=False, highlight=False)
     else:
         out.print(human)
 

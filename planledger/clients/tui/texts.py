@@ -58,7 +58,8 @@ def plan_text(plan: PlanView | None, revision: int) -> Text:
         return Text("no plan committed yet", style="dim italic")
     if plan is None:
         return Text(f"loading revision {revision}…", style="dim italic")
-    text = Text(plan.title or "(untitled)", style="bold")
+    untitled = "task list" if plan.policy == "tasks" else "(untitled)"
+    text = Text(plan.title or untitled, style="bold")
     facts = [part for part in (plan.policy, f"goal {plan.goal_id}" if plan.goal_id else "") if part]
     if facts:
         text.append("  " + " · ".join(facts), style="dim")

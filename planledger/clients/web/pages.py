@@ -91,8 +91,10 @@ def session_row(item: SessionListItem) -> str:
     """A session's row: its plan at a glance, where it comes from, and when it last moved."""
     if item.corrupt:
         plan = '<span class="corrupt">corrupt history</span>'
-    else:
-        plan = escape(item.title or "") or '<span class="muted">no plan</span>'
+    elif item.title:
+        plan = escape(item.title)
+    else:  # steps without a title or one in progress (say every task done), or none at all
+        plan = f'<span class="muted">{"untitled" if item.revision else "no plan"}</span>'
     if item.parent_session_id:
         parent = escape(item.parent_session_id)
         plan += (
@@ -127,13 +129,29 @@ def goal_items(view: SessionView) -> str:
     )
 
 
+def origin_badges(view: SessionView) -> str:
+    """Where the session comes from: its source, the session it forked from, its folder."""
+    badges = ""
+    if view.source:
+        badges += f' <span class="badge" id="source">{escape(view.source)}</span>'
+    if view.parent_session_id:
+        parent = view.parent_session_id
+        badges += (
+            f' <span class="badge" id="parent">from <a href="{escape(session_href(parent))}">'
+            f"{escape(parent)}</a></span>"
+        )
+    if view.cwd:
+        badges += f' <code class="small muted" id="cwd">{escape(view.cwd)}</code>'
+    return badges
+
+
 def session_page(view: SessionView, after: int, static: str) -> str:
     """The shell the script fills: plan with its slider, and the history timeline."""
     sid = escape(view.session_id)
     body = f"""<main class="page" id="session" data-session-id="{sid}" data-after="{after}">
 <section class="head">
   <h1><span class="muted">session</span> {sid}</h1>
-  <p class="meta"><span class="badge">mode {escape(view.mode)}</span>
+  <p class="meta"><span class="badge">mode {escape(view.mode)}</span>{origin_badges(view)}
     <span id="live" class="live" data-state="connecting">connecting</span></p>
   <ul class="goals">{goal_items(view)}</ul>
 </section>
