@@ -13,8 +13,8 @@ transcoder, which then gives its own result or raises its own error, word for wo
 Values of the `shared` types are decoded from data equal to one of the last two decoded as that
 same value again, not validated twice (a commit's snapshot is the candidate of the proposal
 stored just before it). A shared type must be a frozen model whose fields hold only strings,
-None and such models: data equal to data it validated is then the very same JSON, so this
-changes no result (and equal values then compare at once).
+None, tuples of strings and such models: data equal to data it validated is then the very
+same JSON, so this changes no result (and equal values then compare at once).
 """
 
 from __future__ import annotations
