@@ -297,6 +297,9 @@ class Ledger(Application[str]):
         for _ in self._attempts():
             plan, before = self._checkout(session_id)
             known = plan.outcomes.get(proposal_id)
+            if known is not None:  # a retry: the plan's revision now is read from the store
+                plan, before = self._load(session_id)
+                known = plan.outcomes.get(proposal_id)
             if known is not None and known.fingerprint != content:
                 self._checkin(plan, before)
                 return reused_decision(proposal_id, plan.revision)
@@ -599,6 +602,8 @@ def session_view(session: Session) -> SessionView:
 
 
 def decision_of(proposal_id: str, outcome: Outcome, current_revision: int) -> Decision:
+    """The decision an outcome records: its own revision (a retry answers what was decided
+    then, not the plan's revision now, which another writer may have moved on)."""
     violations = list(outcome.violations)
     if outcome.status == "committed":
         status = "committed"
@@ -608,7 +613,7 @@ def decision_of(proposal_id: str, outcome: Outcome, current_revision: int) -> De
         status = "rejected"
     return Decision(
         status=status,  # type: ignore[arg-type]
-        revision=current_revision,
+        revision=current_revision if outcome.revision is None else outcome.revision,
         proposal_id=proposal_id,
         violations=violations,
         current_revision=current_revision,

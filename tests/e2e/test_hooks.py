@@ -310,6 +310,29 @@ def test_a_shared_task_list_takes_every_sessions_calls(
             ledger.plan(own)
 
 
+def test_hooks_installed_mid_session_catch_up_before_judging(
+    env: dict[str, str], ledger: PlanLedger, tmp_path: Path
+) -> None:
+    """The first task call the ledger sees of a session: the transcript's earlier calls are
+    recorded first, so a task Claude Code has is never denied as unknown."""
+    transcript = Transcript("sess-late")
+    transcript.task_create("Made before the hooks")
+    transcript.task_create("Also before")
+    transcript.task_update("1", status="in_progress")
+    update = transcript.task_update("2", status="in_progress")
+    # PreToolUse runs before the tool: the transcript holds the call, not its answer
+    path = transcript.write(tmp_path / "sess-late.jsonl", slice(0, -1))
+    event = transcript.event("PreToolUse", update, path)
+
+    assert run_hook("claude-code", event, env).silent()
+    view = ledger.plan("claude-sess-late")
+    assert [(s.id, s.status) for s in view.steps] == [("1", "in_progress"), ("2", "in_progress")]
+    proposed = [
+        e.proposal_id for e in ledger.history("claude-sess-late").entries if e.kind == "proposed"
+    ]
+    assert len(proposed) == len(set(proposed)) == 4
+
+
 def test_stop_imports_the_calls_no_hook_saw(
     env: dict[str, str], ledger: PlanLedger, tmp_path: Path
 ) -> None:

@@ -486,6 +486,15 @@ def test_strict_plan_lifecycle(api: httpx.Client) -> None:
     assert again["revision"] == 3 and again["proposal_id"] == "retry-1"
     reused = propose(api, "s1", {**PLAN_2, "proposal_id": "retry-1"}, 422)
     assert codes(reused) == ["proposal_id_reused"]
+    # Another writer moves the plan on: the retry still answers its own commit and plan.
+    later = {
+        "title": PLAN_3["title"],
+        "steps": [*PLAN_3["steps"], {"id": "later", "title": "Later", "status": "pending"}],
+    }
+    assert propose(api, "s1", later, 200)["revision"] == 4
+    late_retry = propose(api, "s1", retry, 200)
+    assert (late_retry["revision"], late_retry["plan"]["revision"]) == (3, 3)
+    assert late_retry["plan"]["steps"] == first["plan"]["steps"]
 
     unknown = api.post("/sessions/nope/plan", json=PLAN_1)
     assert unknown.status_code == 404 and "error" in unknown.json()

@@ -145,6 +145,37 @@ def test_idempotent_retry_writes_nothing(ledger: PlanLedger, database_url: str) 
     assert ledger.plan("s1").revision == 1
 
 
+def test_a_retry_answers_the_decision_recorded_not_the_plan_now(
+    ledger: PlanLedger, new_ledger: Callable[[str], PlanLedger], database_url: str
+) -> None:
+    """Another writer commits between a call and its retry: the retry still answers what was
+    decided then (its revision, and the plan as that commit left it), on any service."""
+    mine = strict(("a", "in_progress"), proposal_id="mine")
+    first = ledger.submit("s1", mine)
+    refused = ledger.submit(
+        "s1",
+        strict(("a", "completed"), ("b", "in_progress"), ("c", "in_progress")),
+        proposal_id="bad",
+    )
+    other = new_ledger(database_url)
+    other.submit("s1", strict(("a", "completed"), ("b", "in_progress")))  # revision 2
+    for service in (ledger, other):
+        again = service.submit("s1", mine)
+        assert (again.status, again.revision, again.current_revision) == ("committed", 1, 2)
+        plan = service.plan_after("s1", again)
+        assert plan.revision == 1 and [s.id for s in plan.steps] == ["a"]
+        retried = service.submit(
+            "s1",
+            strict(("a", "completed"), ("b", "in_progress"), ("c", "in_progress")),
+            proposal_id="bad",
+        )
+        assert (
+            (retried.status, retried.revision) == ("rejected", refused.revision) == ("rejected", 1)
+        )
+        assert codes(retried) == codes(refused) == ["multiple_in_progress"]
+    assert first.revision == 1
+
+
 def test_idempotent_retry_of_a_rejection(ledger: PlanLedger) -> None:
     first = ledger.submit(
         "s1", strict(("a", "in_progress"), ("b", "in_progress")), proposal_id="r1"

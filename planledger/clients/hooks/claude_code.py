@@ -155,6 +155,7 @@ def task_update(event: Event, context: HookContext, *, before: bool) -> Answer:
     (an update Claude Code failed changed nothing and is not recorded)."""
     if not before and _failed(event.get("tool_response")):
         return None
+    catch_up(event, context)
     decision = submit_payload(
         context.service(),
         task_list(event),
@@ -174,6 +175,7 @@ def task_create(event: Event, context: HookContext, *, before: bool) -> Answer:
     service = context.service()
     session_id = task_list(event)
     tool_input = event.get("tool_input")
+    catch_up(event, context)
     if before:
         decision = service.check(session_id, task_create_payload(tool_input))
         return deny(decision, TASK_CREATE, whole_list=False) if decision.violations else None
@@ -233,6 +235,16 @@ def task_completed(event: Event, context: HookContext) -> None:
     )
     if decision.status != "committed":
         raise Refusal(refusal(decision, "TaskUpdate", whole_list=False))
+
+
+def catch_up(event: Event, context: HookContext) -> None:
+    """The first task call the ledger sees of a session (the hooks were installed, or the
+    database came back, mid-session): the transcript's earlier calls are recorded first, so
+    the list the call is judged against is the one Claude Code has."""
+    try:
+        context.service().plan(task_list(event))
+    except SessionNotFound:
+        import_transcript(event, context)
 
 
 def _failed(tool_response: Any) -> bool:
