@@ -101,18 +101,9 @@ def _render_tasks(view: PlanView, completed: int, max_chars: int) -> tuple[str, 
     ]
     if view.goal_id:
         lines.append(f"Goal: {view.goal_id}")
-    shown = [task_line(step, open_ids) for step in open_tasks]
-    dropped, cut = 0, False
-    while True:
-        body = [*lines, *shown]
-        if dropped:
-            body.append(f"(+{dropped} more open tasks)")
-        text = "\n".join(body)
-        if len(text) <= max_chars or not shown:
-            break
-        shown, dropped, cut = shown[:-1], dropped + 1, True
-    text, hard_cut = fit(text, max_chars)
-    return text, cut or hard_cut
+    items = [task_line(step, open_ids) for step in open_tasks]
+    text, _, truncated = _fit_lines(lines, items, "open tasks", max_chars)
+    return text, truncated
 
 
 def _render(
@@ -132,20 +123,31 @@ def _render(
         lines.append(f"Goal: {view.goal_id}")
     lines.append(f"Current: {fit(current.title, 200)[0]}" if current else "Current: none")
     shown = pending[:NEXT_STEPS]
+    items = [f"Next: {fit(s.title, 200)[0]}" for s in shown]
     dropped = len(pending) - len(shown)
-    cut = False
+    text, count, truncated = _fit_lines(lines, items, "pending", max_chars, dropped)
+    return text, truncated or any(
+        len(s.title) > 200 for s in [*shown[:count], *([current] if current else [])]
+    )
+
+
+def _fit_lines(
+    head: list[str], items: list[str], more: str, max_chars: int, dropped: int = 0
+) -> tuple[str, int, bool]:
+    """`head`, then as many of `items` as fit in `max_chars`, the rest (and `dropped` before)
+    counted as `(+N more <more>)`: the text, how many items it shows, and whether it was cut."""
+    shown, cut = len(items), False
     while True:
-        body = [*lines, *(f"Next: {fit(s.title, 200)[0]}" for s in shown)]
-        if dropped:
-            body.append(f"(+{dropped} more pending)")
+        body = [*head, *items[:shown]]
+        left = dropped + len(items) - shown
+        if left:
+            body.append(f"(+{left} more {more})")
         text = "\n".join(body)
         if len(text) <= max_chars or not shown:
             break
-        shown, dropped, cut = shown[:-1], dropped + 1, True
+        shown, cut = shown - 1, True
     text, hard_cut = fit(text, max_chars)
-    return text, cut or hard_cut or any(
-        len(s.title) > 200 for s in [*shown, *([current] if current else [])]
-    )
+    return text, shown, cut or hard_cut
 
 
 def build_plan_snapshot(

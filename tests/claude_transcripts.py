@@ -229,3 +229,24 @@ class Transcript:
             "hook_event_name": name,
             **fields,
         }
+
+
+TEXTS = ["Read the failing test", "Fix the parser", "Update the docs", "Run the suite"]
+
+
+def todo_transcript(session: str) -> tuple[Transcript, list[str]]:
+    """A session of four valid TodoWrite calls among other tools' lines, and the calls' ids."""
+    transcript = Transcript(session)
+    call_ids = []
+    for n in range(4):
+        transcript.other_tool()
+        todos = [
+            {
+                "content": text,
+                "status": "completed" if i < n else "in_progress" if i == n else "pending",
+                "activeForm": text,
+            }
+            for i, text in enumerate(TEXTS)
+        ]
+        call_ids.append(transcript.todo_write(todos))
+    return transcript, call_ids

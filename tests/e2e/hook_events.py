@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.claude_transcripts import Transcript
+from tests.claude_transcripts import Transcript, todo_transcript
 from tests.e2e.test_cli import planledger_command
 
 
@@ -46,27 +46,12 @@ def run_hook(agent: str, event: Any, env: dict[str, str]) -> HookRun:
     return HookRun(result.returncode, result.stdout, result.stderr, time.perf_counter() - started)
 
 
-TEXTS = ["Read the failing test", "Fix the parser", "Update the docs", "Run the suite"]
-
-
 def todo_session(
     folder: Path, session: str = "7e6e3ea2-todos"
 ) -> tuple[Transcript, Path, list[str]]:
     """A Claude Code session of four valid TodoWrite calls (its transcript written under
     `folder`), and the calls' ids in order."""
-    transcript = Transcript(session)
-    call_ids = []
-    for n in range(4):
-        transcript.other_tool()
-        todos = [
-            {
-                "content": text,
-                "status": "completed" if i < n else "in_progress" if i == n else "pending",
-                "activeForm": text,
-            }
-            for i, text in enumerate(TEXTS)
-        ]
-        call_ids.append(transcript.todo_write(todos))
+    transcript, call_ids = todo_transcript(session)
     return transcript, transcript.write(folder / f"{session}.jsonl"), call_ids
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from planledger.service import open_planledger
-from tests.claude_transcripts import Transcript
+from tests.claude_transcripts import Transcript, todo_transcript
 from tests.e2e.test_cli import Cli
 from tests.rollouts import Rollout, plan_args
 from tests.samples import samples
@@ -151,27 +151,8 @@ def test_codex_rollouts_in_timestamp_order_across_overlapping_files(
     assert steps(second)[:2] == [("Reproduce", "completed"), ("Find the race", "in_progress")]
 
 
-def todo_session(session: str = "d88bceb6-split") -> tuple[Transcript, list[str]]:
-    """A session of four TodoWrite calls among other tools' lines."""
-    transcript = Transcript(session)
-    texts = ["Read the parser", "Fix the bug", "Run the suite"]
-    call_ids = []
-    for n in range(4):
-        transcript.other_tool()
-        todos = [
-            {
-                "content": text,
-                "status": "completed" if i < n else "in_progress" if i == n else "pending",
-                "activeForm": text,
-            }
-            for i, text in enumerate(texts)
-        ]
-        call_ids.append(transcript.todo_write(todos))
-    return transcript, call_ids
-
-
 def test_claude_session_split_over_overlapping_files(db_cli: Cli, tmp_path: Path) -> None:
-    transcript, call_ids = todo_session()
+    transcript, call_ids = todo_transcript("d88bceb6-split")
     transcript.write(tmp_path / "part2.jsonl", slice(8, None))
     transcript.write(tmp_path / "sub" / "part1.jsonl", slice(0, 12))
 
@@ -196,7 +177,7 @@ def test_damaged_files_are_reported_and_the_rest_imported(db_cli: Cli, tmp_path:
     path = rollout.write(tmp_path / "damaged.jsonl")
     path.write_text(path.read_text()[:-60])  # the last line (call_4's output) is cut
     claude = tmp_path / "claude"
-    transcript = todo_session("d88bceb6-cut")[0].write(claude / "cut.jsonl")
+    transcript = todo_transcript("d88bceb6-cut")[0].write(claude / "cut.jsonl")
     text = transcript.read_text()
     transcript.write_text(text[: text.rindex('"TodoWrite"') + 200])  # cut in the last call
     cut_line = text[: text.rindex('"TodoWrite"')].count("\n") + 1

@@ -76,3 +76,32 @@ def test_unreadable_plan_reports_why() -> None:
     assert snap.error == "ValueError: plan.json is corrupt"
     assert snap.completed is None and snap.total is None
     assert len(snap.text) <= 60
+
+
+@pytest.mark.parametrize("max_chars", [0, 30, 90, 130, 2000])
+def test_a_task_list_hands_over_its_open_tasks_as_many_as_fit(max_chars: int) -> None:
+    tasks = PLAN.model_copy(
+        update={
+            "policy": "tasks",
+            "title": None,
+            "goal_id": None,
+            "steps": [
+                Step(id="1", title="Write the test", status="completed"),
+                Step(id="2", title="Fix it", status="in_progress", blocked_by=("1",)),
+                Step(id="3", title="Ship", status="pending", blocked_by=("2",)),
+                Step(id="4", title="Tell", status="pending"),
+            ],
+        }
+    )
+    snap = summarise(tasks, max_chars)
+    assert len(snap.text) <= max_chars
+    whole = summarise(tasks).text
+    assert whole.splitlines() == [
+        "Task list revision 4",
+        "Progress: 1 of 4 tasks completed",
+        "Task 2 [in_progress]: Fix it",  # its blocker is completed: not named
+        "Task 3 [pending]: Ship (blocked by 2)",
+        "Task 4 [pending]: Tell",
+    ]
+    if max_chars == 130:
+        assert snap.text.endswith("Fix it\n(+2 more open tasks)") and snap.truncated is True
