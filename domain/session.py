@@ -72,7 +72,7 @@ class Origin(Frozen):
             raise InvalidInput(f"a session source is 1-{MAX_SOURCE_CHARS} printable characters")
         if parent_session_id is not None:
             validate_id(parent_session_id, "parent session id")
-        if cwd is not None and not (0 < len(cwd) <= MAX_CWD_CHARS and cwd.isprintable()):
+        if cwd is not None and plain_cwd(cwd) is None:
             raise InvalidInput(f"a working directory is 1-{MAX_CWD_CHARS} printable characters")
         return cls(source=source, parent_session_id=parent_session_id, cwd=cwd)
 
@@ -108,10 +108,6 @@ class Session(Aggregate):
         self.source = source
         self.parent_session_id = parent_session_id
         self.cwd = cwd
-
-    @property
-    def origin(self) -> Origin:
-        return Origin(source=self.source, parent_session_id=self.parent_session_id, cwd=self.cwd)
 
     @dataclass(frozen=True)
     class SessionOpened(Created):

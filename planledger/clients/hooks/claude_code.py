@@ -155,7 +155,6 @@ def task_update(event: Event, context: HookContext, *, before: bool) -> Answer:
     (an update Claude Code failed changed nothing and is not recorded)."""
     if not before and _failed(event.get("tool_response")):
         return None
-    catch_up(event, context)
     decision = submit_payload(
         context.service(),
         task_list(event),
@@ -163,6 +162,7 @@ def task_update(event: Event, context: HookContext, *, before: bool) -> Answer:
         client=client_of(event),
         proposal_id=text_field(event, "tool_use_id"),
         origin=origin_of(event),
+        on_first_use=lambda: import_transcript(event, context),
     )
     if before and decision.status != "committed":
         return deny(decision, TASK_UPDATE, whole_list=False)
@@ -175,13 +175,12 @@ def task_create(event: Event, context: HookContext, *, before: bool) -> Answer:
     service = context.service()
     session_id = task_list(event)
     tool_input = event.get("tool_input")
-    catch_up(event, context)
     if before:
         decision = service.check(session_id, task_create_payload(tool_input))
         return deny(decision, TASK_CREATE, whole_list=False) if decision.violations else None
     task_id = _created_id(event.get("tool_response"))
-    if task_id is None or task_id in _task_ids(service, session_id):
-        return None  # not created, or recorded already (by TaskCreated)
+    if task_id is None or task_id in _task_ids(event, context):
+        return None  # not created, or recorded already (by TaskCreated or the catch-up)
     submit_payload(
         service,
         session_id,
@@ -198,7 +197,7 @@ def task_created(event: Event, context: HookContext) -> None:
     task_id = text_field(event, "task_id")
     service = context.service()
     session_id = task_list(event)
-    if task_id in _task_ids(service, session_id):
+    if task_id in _task_ids(event, context):
         return
     payload: dict[str, Any] = {"op": "create", "id": task_id, "title": event.get("task_subject")}
     if event.get("task_description") is not None:
@@ -237,16 +236,6 @@ def task_completed(event: Event, context: HookContext) -> None:
         raise Refusal(refusal(decision, "TaskUpdate", whole_list=False))
 
 
-def catch_up(event: Event, context: HookContext) -> None:
-    """The first task call the ledger sees of a session (the hooks were installed, or the
-    database came back, mid-session): the transcript's earlier calls are recorded first, so
-    the list the call is judged against is the one Claude Code has."""
-    try:
-        context.service().plan(task_list(event))
-    except SessionNotFound:
-        import_transcript(event, context)
-
-
 def _failed(tool_response: Any) -> bool:
     """Whether Claude Code's answer says the tool changed nothing."""
     return isinstance(tool_response, dict) and (
@@ -260,8 +249,16 @@ def _created_id(tool_response: Any) -> str | None:
     return task_id if isinstance(task_id, str) and task_id else None
 
 
-def _task_ids(service: PlanLedger, session_id: str) -> set[str]:
-    """The tasks the list has now (a task once created keeps its id in Claude Code)."""
+def _task_ids(event: Event, context: HookContext) -> set[str]:
+    """The tasks the list has now (a task once created keeps its id in Claude Code). The first
+    task call the ledger sees of a session (the hooks were installed, or the database came back,
+    mid-session) records the transcript's earlier calls first."""
+    service = context.service()
+    session_id = task_list(event)
+    try:
+        return {step.id for step in service.plan(session_id).steps}
+    except SessionNotFound:
+        import_transcript(event, context)
     try:
         return {step.id for step in service.plan(session_id).steps}
     except SessionNotFound:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from domain.errors import ErrorKind, LedgerError, SessionNotFound
-from domain.session import Origin, plain_cwd
+from domain.session import NO_ORIGIN, Origin, plain_cwd
 from domain.todos import codex_steps
 from planledger.clients.hooks.runner import Event, HookInputError
 
@@ -41,7 +41,7 @@ def todo_steps(tool_input: Any, text_key: str) -> list[dict[str, Any]]:
 
 def open_if_missing(service: PlanLedger, session_id: str, origin: Origin | None = None) -> None:
     """Open the session (with where it comes from), unless it is open already."""
-    origin = origin or Origin()
+    origin = origin or NO_ORIGIN
     try:
         service.open_session(
             session_id,
@@ -67,11 +67,15 @@ def submit_payload(
     client: str,
     proposal_id: str | None,
     origin: Origin | None = None,
+    on_first_use: Callable[[], None] | None = None,
 ) -> Decision:
-    """Propose and decide `payload`, opening the session (with `origin`) on first use."""
+    """Propose and decide `payload`, opening the session (with `origin`) on first use, after
+    `on_first_use` (which may record what came before)."""
     try:
         return service.submit(session_id, payload, client=client, proposal_id=proposal_id)
     except SessionNotFound:
+        if on_first_use is not None:
+            on_first_use()
         open_if_missing(service, session_id, origin)
         return service.submit(session_id, payload, client=client, proposal_id=proposal_id)
 
