@@ -1,6 +1,7 @@
-"""The `planledger` console script: the commands an agent calls on every tool call take a fast
-path (no typer, no rich for JSON, no psycopg on SQLite); every other command, and anything the
-fast path does not recognise, goes to the full command line."""
+"""The `planledger` console script: a command goes to the warm process when one answers
+(planledger.clients.warm), else runs here: the commands an agent calls on every tool call take
+a fast path (no typer, no rich for JSON); every other command, and anything the fast path does
+not recognise, goes to the full command line."""
 
 from __future__ import annotations
 
@@ -9,6 +10,19 @@ import sys
 
 def main(argv: list[str] | None = None) -> None:
     args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
+    from planledger.clients import warm
+
+    if warm.enabled() and warm.eligible(args):
+        from planledger.clients.warm.client import call
+
+        code = call(args)
+        if code is not None:
+            raise SystemExit(code)
+    raise SystemExit(run_here(args))
+
+
+def run_here(args: list[str]) -> int:
+    """Run the command in this process (a one-shot process, or a warm process's child)."""
     from planledger.clients.fastpath import run_fast
 
     code = run_fast(args)
@@ -16,7 +30,7 @@ def main(argv: list[str] | None = None) -> None:
         from planledger.clients.cli import run
 
         code = run(args)
-    raise SystemExit(code)
+    return code
 
 
 def hoist_global_options(args: list[str]) -> list[str]:

@@ -74,7 +74,8 @@ def spawn_back_fill(root: Path, database: DatabaseSettings) -> None:
         return  # a home it cannot write to: a back-fill could not write either
     env = {**os.environ, "PLANLEDGER_DATABASE_URL": database.url}
     subprocess.Popen(
-        [sys.executable, "-m", "planledger.clients.entry", "projections", "sync-files"],
+        # -P: never import from the caller's folder (a project's own `domain` package)
+        [sys.executable, "-P", "-m", "planledger.clients.entry", "projections", "sync-files"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

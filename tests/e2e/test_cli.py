@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.usefixtures("warm_mode")
+
 
 def planledger_command() -> str:
     beside_python = Path(sys.executable).parent / "planledger"

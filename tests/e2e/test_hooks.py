@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,8 @@ from tests.e2e.hook_events import (
     todo_session,
     todos_of,
 )
-from tests.e2e.test_warm import warm_processes
+
+pytestmark = pytest.mark.usefixtures("warm_mode")
 
 
 @pytest.fixture
@@ -165,19 +165,6 @@ def both(transcript: Transcript, call: str, env: dict[str, str]) -> Any:
     return None
 
 
-def warmed(env: dict[str, str], home: Path) -> dict[str, str]:
-    """`env` with the warm process on, one serving it already (started by an event that
-    touches nothing): the hooks that follow are answered by it."""
-    warm = {**env, "PLANLEDGER_NO_WARM": "", "PLANLEDGER_WARM_IDLE": "3"}
-    starter = {"session_id": "warm-up", "hook_event_name": "UserPromptSubmit", "prompt": "go"}
-    assert run_hook("claude-code", starter, warm).silent()
-    deadline = time.monotonic() + 20
-    while not warm_processes(home, env["PLANLEDGER_DATABASE_URL"]):
-        assert time.monotonic() < deadline, "no warm process started"
-        time.sleep(0.1)
-    return warm
-
-
 def denial(answer: Any) -> str:
     output = answer["hookSpecificOutput"]
     assert (output["hookEventName"], output["permissionDecision"]) == ("PreToolUse", "deny")
@@ -185,12 +172,9 @@ def denial(answer: Any) -> str:
     return reason
 
 
-@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
 def test_claude_task_tools_are_recorded_enforced_and_reinjected(
-    env: dict[str, str], ledger: PlanLedger, tmp_path: Path, warm: bool
+    env: dict[str, str], ledger: PlanLedger
 ) -> None:
-    if warm:
-        env = warmed(env, tmp_path / "home")
     transcript = Transcript("sess-tasks")
     creates = [transcript.task_create(t) for t in ("Write the test", "Fix the bug", "Run it")]
     for call, _ in creates:
@@ -266,12 +250,7 @@ def test_a_task_create_the_rules_refuse_is_denied_before_it_runs(
         ledger.plan("claude-sess-create")  # checked, never recorded
 
 
-@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
-def test_task_created_and_task_completed_events(
-    env: dict[str, str], ledger: PlanLedger, tmp_path: Path, warm: bool
-) -> None:
-    if warm:  # the refusal's exit 2 and stderr come back through the warm process too
-        env = warmed(env, tmp_path / "home")
+def test_task_created_and_task_completed_events(env: dict[str, str], ledger: PlanLedger) -> None:
     transcript = Transcript("sess-events")
     for subject in ("Write the test", "Fix the bug"):
         call, task_id = transcript.task_create(subject)
@@ -301,18 +280,13 @@ def test_task_created_and_task_completed_events(
     assert unknown.silent()  # a task the ledger never saw is left to Claude Code
 
 
-@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
 def test_a_shared_task_list_takes_every_sessions_calls(
-    env: dict[str, str], ledger: PlanLedger, tmp_path: Path, warm: bool
+    env: dict[str, str], ledger: PlanLedger
 ) -> None:
     """`CLAUDE_CODE_TASK_LIST_ID` in the hook's environment: one list for every session that
-    names it, whether the hook runs in its own process or is answered by the warm process."""
+    names it (warm, each call's own environment decides the list)."""
     shared = {**env, "CLAUDE_CODE_TASK_LIST_ID": "my project"}
     first, second = Transcript("sess-one"), Transcript("sess-two")
-    if warm:
-        # The warm process is started by a hook of a session without the variable: each
-        # call's own environment must decide the list.
-        shared = {**warmed(env, tmp_path / "home"), "CLAUDE_CODE_TASK_LIST_ID": "my project"}
     second.tasks = 1  # Claude Code numbers the shared list: the second session's is task 2
     both(first, first.task_create("From one")[0], shared)
     both(second, second.task_create("From two")[0], shared)

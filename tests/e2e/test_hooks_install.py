@@ -12,6 +12,8 @@ import pytest
 
 from tests.e2e.test_cli import planledger_command
 
+pytestmark = pytest.mark.usefixtures("warm_mode")
+
 SETTINGS = {
     "claude-code": ".claude/settings.json",
     "gemini": ".gemini/settings.json",

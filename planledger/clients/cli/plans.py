@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from planledger.clients import render
+from planledger.clients import plan_commands, render
 from planledger.clients.cli.app import (
     JsonFlag,
     SessionArg,
@@ -14,12 +14,8 @@ from planledger.clients.cli.app import (
     out,
     plan_app,
     service,
+    state,
 )
-from planledger.clients.exits import (
-    EXIT_CONFLICT,
-    EXIT_REJECTED,
-)
-from planledger.clients.payload import read_payload
 
 # -- plans ------------------------------------------------------------------------------------
 
@@ -52,16 +48,15 @@ def plan_update(
     Exit 0 committed, 3 rejected (every violation printed), 4 revision conflict,
     2 unknown session or unreadable input.
     """
-    payload = read_payload(source)
-    if isinstance(payload, dict) and expected_revision is not None:
-        payload = {**payload, "expected_revision": expected_revision}
-    decision = service().submit(session_id, payload, client="cli", proposal_id=proposal_id)
-    explanation = payload.get("explanation") if isinstance(payload, dict) else None
-    emit(as_json, decision, render.decision_text(decision, explanation))
-    if decision.status == "conflict":
-        raise typer.Exit(EXIT_CONFLICT)
-    if decision.status == "rejected":
-        raise typer.Exit(EXIT_REJECTED)
+    code = plan_commands.update(
+        state.database,
+        session_id,
+        source,
+        expected_revision=expected_revision,
+        proposal_id=proposal_id,
+        as_json=as_json,
+    )
+    raise typer.Exit(code)
 
 
 @plan_app.command("show")
@@ -73,8 +68,7 @@ def plan_show(
     as_json: JsonFlag = False,
 ) -> None:
     """The plan now (from the plan view), or as it stood at an earlier revision."""
-    view = service().plan(session_id, revision)
-    emit(as_json, view, render.plan_panel(view))
+    raise typer.Exit(plan_commands.show(state.database, session_id, revision, as_json=as_json))
 
 
 @plan_app.command("history")

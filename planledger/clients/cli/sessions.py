@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from domain.session import Mode
-from planledger.clients import render, warm
+from planledger.clients import render
 from planledger.clients.cli.app import (
     JsonFlag,
     ModeChoice,
@@ -16,7 +16,6 @@ from planledger.clients.cli.app import (
     goal_app,
     service,
     session_app,
-    state,
 )
 
 # -- sessions ---------------------------------------------------------------------------------
@@ -30,7 +29,6 @@ def session_open(
 ) -> None:
     """Open a session (exit 2 if it exists or the id is invalid)."""
     view = service().open_session(session_id, Mode(mode.value), source="cli")
-    warm.prepare(state.database)  # the agent's plan updates follow: have them answered warm
     emit(as_json, view, render.session_text(view))
 
 

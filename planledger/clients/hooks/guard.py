@@ -11,11 +11,19 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
 from types import TracebackType
 
 DEADLINE_ENV = "PLANLEDGER_HOOK_DEADLINE"
 CONNECT_TIMEOUT = 1.0
+
+# When the caller started (time.monotonic(), one clock for every process of the machine): set
+# by a warm process's child, so that a hook's deadline counts the time the call waited.
+call_started: float | None = None
+# Called with the exit code before a hook gives up and ends its process (a warm process's child
+# answers its caller there).
+before_exit: list[Callable[[int], None]] = []
 
 
 class DatabaseUnreachable(ConnectionError):
@@ -47,6 +55,13 @@ def deadline_seconds(default: float) -> float:
     except ValueError:
         return default
     return value if value > 0 else default
+
+
+def time_left(seconds: float) -> float:
+    """What is left of a deadline of `seconds` once the time the call waited is taken off."""
+    if call_started is not None:
+        seconds -= time.monotonic() - call_started
+    return max(seconds, 0.001)
 
 
 class Deadline:

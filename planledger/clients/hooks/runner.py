@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
+from planledger.clients.hooks import guard
 from planledger.clients.hooks.guard import DEADLINE_ENV, Deadline, check_reachable, deadline_seconds
 
 if TYPE_CHECKING:
@@ -51,10 +52,10 @@ class HookContext:
 
     def service(self) -> PlanLedger:
         if self._service is None:
-            from planledger.clients import services
+            from planledger.service import open_planledger
 
             check_reachable(self.database)
-            self._service = services.acquire(self.database)
+            self._service = open_planledger(self.database)
         return self._service
 
     def warn(self, message: str) -> None:
@@ -62,10 +63,9 @@ class HookContext:
 
     def close(self) -> None:
         if self._service is not None:
-            from planledger.clients import services
-
             service, self._service = self._service, None
-            self.warnings += services.release(service)
+            service.close()
+            self.warnings += service.warnings
 
 
 Handler = Callable[[Event, HookContext], Answer]
@@ -112,7 +112,9 @@ def run_hook(
             f"goes on ({DEADLINE_ENV} sets the limit)\n"
         )
         stderr.flush()
-        os._exit(0)
+        for hook in guard.before_exit:
+            hook(0)
+        os._exit(0)  # the work may be stuck in a call that cannot be interrupted
 
     context = HookContext(database)
     code = 0
@@ -123,7 +125,8 @@ def run_hook(
         handle: Handler = module.handle
         event = read_event(stdin)
         seconds = getattr(module, "deadline_for", lambda _: module.DEADLINE_SECONDS)(event)
-        with Deadline(deadline_seconds(seconds), give_up):
+        limit = deadline_seconds(seconds)
+        with Deadline(guard.time_left(limit), lambda _: give_up(limit)):
             try:
                 answer = handle(event, context)
             except Refusal as refusal:
