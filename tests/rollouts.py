@@ -109,6 +109,23 @@ class Rollout:
         )
         return self.record(at + 0.2, "event_msg", {"type": "token_count", "info": None})
 
+    def raw(self, text: str) -> Rollout:
+        """A line as it is (damaged, or nested deeper than a parser goes)."""
+        self.lines.append(text)
+        return self
+
+    def hook_event(self, path: Path, name: str = "Stop") -> dict[str, Any]:
+        """The Codex hook event (`Stop` by default) of this session, its rollout at `path`."""
+        return {
+            "session_id": self.session,
+            "turn_id": "turn-1",
+            "transcript_path": str(path),
+            "cwd": "/repo",
+            "hook_event_name": name,
+            "model": "gpt-5-codex",
+            "stop_hook_active": False,
+        }
+
     def write(self, path: Path, lines: slice = slice(None)) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(line + "\n" for line in self.lines[lines]))

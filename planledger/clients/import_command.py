@@ -34,8 +34,8 @@ def run_import(
     out: Console,
     err: Console,
 ) -> int:
-    """Import, print the report (JSON or a table) and return the exit code: 2 when some file
-    or line could not be read, else 0."""
+    """Import, print the report (JSON or a table; the first errors of each file listed, the
+    rest counted) and return the exit code: 2 when some file or line could not be read, else 0."""
     with _progress(err) as on_progress:
         report = import_paths(service, agent, paths, on_progress=on_progress)
     if as_json:
@@ -114,9 +114,10 @@ def summary(report: ImportReport) -> Group:
         )
     )
     if report.errors:
-        parts.append(
-            Text(f"{len(report.errors)} unreadable line(s), listed on stderr", style="red")
-        )
+        count = max(report.error_count, len(report.errors))
+        lines = f"{count:,} unreadable line{'s' if count > 1 else ''}"
+        listed = "listed" if count == len(report.errors) else "the first of each file listed"
+        parts.append(Text(f"{lines}, {listed} on stderr", style="red"))
     return Group(*parts)
 
 

@@ -29,7 +29,7 @@ from typing import Any
 from domain.todos import codex_steps, task_create_payload, task_update_payload
 from planledger.importers.calls import EARLIEST, PlanCall, parse_timestamp
 from planledger.importers.lines import describe, records
-from planledger.importers.report import LineError
+from planledger.importers.report import Errors, LineError
 
 TODO_WRITE, TASK_CREATE, TASK_UPDATE = "TodoWrite", "TaskCreate", "TaskUpdate"
 PLAN_TOOLS = frozenset({TODO_WRITE, TASK_CREATE, TASK_UPDATE})
@@ -70,7 +70,7 @@ def todo_input(tool_input: Any) -> list[Any]:
     if isinstance(tool_input, str):
         try:
             tool_input = json.loads(tool_input)
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:
             raise ValueError(f"input is {describe(error)}") from None
     todos = tool_input.get("todos") if isinstance(tool_input, dict) else None
     if not isinstance(todos, list):
@@ -108,7 +108,7 @@ class Findings:
     results: dict[str, ToolResult] = field(default_factory=dict)
 
 
-def read_claude(path: Path, errors: list[LineError], advance: Callable[[int], None]) -> Findings:
+def read_claude(path: Path, errors: Errors, advance: Callable[[int], None]) -> Findings:
     """The plan tool calls and answers of one transcript file."""
     found = Findings()
     at = EARLIEST
@@ -123,8 +123,8 @@ def read_claude(path: Path, errors: list[LineError], advance: Callable[[int], No
             for block in content:
                 if not isinstance(block, dict):
                     continue
-                kind = block.get("type")
-                if kind == "tool_use" and block.get("name") in PLAN_TOOLS:
+                kind, name = block.get("type"), block.get("name")
+                if kind == "tool_use" and isinstance(name, str) and name in PLAN_TOOLS:
                     use = _use(block, record, agent_id, when, path, number)
                     if isinstance(use, str):
                         errors.append(LineError(path=str(path), line=number, message=use))
@@ -215,7 +215,7 @@ def _text(content: Any) -> str:
 
 
 def claude_calls(
-    findings: Sequence[Findings], errors: list[LineError], task_list: str | None = None
+    findings: Sequence[Findings], errors: Errors, task_list: str | None = None
 ) -> list[PlanCall]:
     """The plan calls of every file of a run, each call once (the first copy read), each
     answered as the transcripts say. `task_list` names the ledger session of the task tools'

@@ -12,7 +12,7 @@ from typing import Any
 
 from planledger.importers.calls import EARLIEST, PlanCall, parse_timestamp
 from planledger.importers.lines import describe, records
-from planledger.importers.report import LineError
+from planledger.importers.report import Errors, LineError
 
 MARKERS = (b'"session_meta"', b'"update_plan"')
 
@@ -28,16 +28,14 @@ def call_arguments(arguments: Any) -> dict[str, Any]:
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:
             raise ValueError(f"arguments are {describe(error)}") from None
     if not isinstance(arguments, dict):
         raise ValueError(f"arguments are not a JSON object but {type(arguments).__name__}")
     return arguments
 
 
-def read_codex(
-    path: Path, errors: list[LineError], advance: Callable[[int], None]
-) -> list[PlanCall]:
+def read_codex(path: Path, errors: Errors, advance: Callable[[int], None]) -> list[PlanCall]:
     """Every `update_plan` call of one rollout file, in the session its first `session_meta`
     line names.
 

@@ -11,9 +11,12 @@ import pytest
 
 from planledger.service import open_planledger
 from tests.claude_transcripts import Transcript, todo_transcript
+from tests.e2e.hook_events import run_hook
 from tests.e2e.test_cli import Cli
 from tests.rollouts import Rollout, plan_args
 from tests.samples import samples
+
+pytestmark = pytest.mark.usefixtures("warm_mode")
 
 COUNTS = ("calls", "committed", "rejected", "skipped")
 
@@ -372,3 +375,133 @@ def test_a_fork_replay_dated_after_the_fork_is_left_to_the_parent_that_holds_it(
 
     assert counts(report)["codex-0199-f2"] == (2, 1, 0, 1)
     assert committed_ids(db_cli, "codex-0199-f2") == ["call_g1"]
+
+
+# -- bad lines of any depth or size, in any number -----------------------------------------------
+
+DEEP = "[" * 5000 + "]" * 5000  # past any parser's stack
+
+
+def nested(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def deep_rollout(session: str) -> Rollout:
+    """Two good calls around lines nested too deep: a bare one (line 5), a call too deep to
+    parse (6), a call whose arguments text is (7), a call past the ledger's depth (8)."""
+    rollout = Rollout(session)
+    rollout.update_plan(1, "call_1", plan_args(("Read the code", "in_progress")))
+    rollout.raw(DEEP)
+    call = {"type": "function_call", "name": "update_plan", "call_id": "call_obj"}
+    head = json.dumps({"timestamp": "2025-09-01T10:00:02.000Z", "type": "response_item"})
+    rollout.raw(f'{head[:-1]}, "payload": {json.dumps(call)[:-1]}, "arguments": {DEEP}}}}}')
+    rollout.record(3, "response_item", {**call, "call_id": "call_text", "arguments": DEEP})
+    too_deep = {"plan": [{"step": "Read", "status": "pending", "notes": nested(20)}]}
+    rollout.record(4, "response_item", {**call, "call_id": "call_20", "arguments": too_deep})
+    rollout.update_plan(5, "call_2", plan_args(("Read the code", "completed")))
+    return rollout
+
+
+def test_lines_nested_too_deep_are_reported_and_the_rest_imported(
+    db_cli: Cli, tmp_path: Path
+) -> None:
+    codex = deep_rollout("0199-deep").write(tmp_path / "codex" / "deep.jsonl")
+    transcript, call_ids = todo_transcript("d88bceb6-deep")
+    claude = transcript.write(tmp_path / "claude" / "deep.jsonl")
+    use = {"type": "tool_use", "name": "TodoWrite", "id": "toolu_deep"}
+    head = json.dumps({"sessionId": "d88bceb6-deep", "message": {"content": [use]}})
+    lines = claude.read_text().splitlines()
+    lines[3:3] = [DEEP, f'{head[:-4]}, "input": {DEEP}}}]}}}}']  # lines 4 and 5
+    claude.write_text("\n".join(lines) + "\n")
+
+    codex_report = run_import(db_cli, "codex", codex, code=2)
+    claude_report = run_import(db_cli, "claude", claude, code=2)
+
+    assert counts(codex_report) == {"codex-0199-deep": (2, 2, 0, 0)}
+    assert committed_ids(db_cli, "codex-0199-deep") == ["call_1", "call_2"]
+    assert [(e["path"], e["line"]) for e in codex_report["errors"]] == [
+        (str(codex), line) for line in (5, 6, 7, 8)
+    ]
+    assert all("too deep" in e["message"] for e in codex_report["errors"][:3])
+    assert "more than 16 deep" in codex_report["errors"][3]["message"]
+    assert counts(claude_report) == {"claude-d88bceb6-deep": (4, 4, 0, 0)}
+    assert committed_ids(db_cli, "claude-d88bceb6-deep") == call_ids
+    assert [(e["path"], e["line"]) for e in claude_report["errors"]] == [
+        (str(claude), 4),
+        (str(claude), 5),
+    ]
+    human = db_cli("import", "codex", str(codex))
+    assert (human.returncode, human.stderr.count(f"{codex}:")) == (2, 4)
+
+
+def test_the_codex_stop_hook_imports_a_rollout_with_a_line_nested_too_deep(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    rollout = deep_rollout("0199-hooked")
+    path = rollout.write(tmp_path / "rollout.jsonl")
+    env = {"PLANLEDGER_HOME": str(tmp_path / "home"), "PLANLEDGER_DATABASE_URL": sqlite_url}
+
+    for _ in range(2):  # every turn's Stop: the good calls once, the bad lines said again
+        run = run_hook("codex", rollout.hook_event(path), env)
+        assert (run.code, run.stdout) == (0, "")
+        assert run.stderr.count("\n") == 1 and f"{path}:5: " in run.stderr, run.stderr
+        assert "too deep" in run.stderr
+
+    with open_planledger(sqlite_url, home=None) as service:
+        entries = service.history("codex-0199-hooked").entries
+    assert [e.proposal_id for e in entries if e.kind == "committed"] == ["call_1", "call_2"]
+
+
+def test_a_hundred_thousand_unreadable_lines_give_a_bounded_report(tmp_path: Path) -> None:
+    cli = Cli(tmp_path / "home")
+    rollout = Rollout("0199-noise")
+    rollout.update_plan(1, "call_1", plan_args(("Read the code", "in_progress")))
+    for _ in range(100_000):
+        rollout.raw("GARBAGE")  # lines 5 to 100,004
+    rollout.update_plan(2, "call_2", plan_args(("Read the code", "completed")))
+    path = rollout.write(tmp_path / "noise.jsonl")
+
+    result = cli("import", "codex", str(path), "--json")
+
+    assert result.returncode == 2, result.stderr
+    assert len(result.stdout) < 8_000
+    report = json.loads(result.stdout)
+    assert counts(report) == {"codex-0199-noise": (2, 2, 0, 0)}
+    errors = report["errors"]
+    assert [(e["path"], e["line"]) for e in errors[:20]] == [
+        (str(path), line) for line in range(5, 25)
+    ]
+    assert all(e["message"].startswith("not JSON") for e in errors[:20])
+    assert len(errors) == 21
+    assert (errors[20]["path"], errors[20]["line"]) == (str(path), 25)
+    assert "99,980 more unreadable lines" in errors[20]["message"]
+    assert "100,004" in errors[20]["message"]
+
+    human = cli("import", "codex", str(path))
+
+    assert human.returncode == 2
+    assert len(human.stderr.splitlines()) == 21
+    assert f"{path}:25: and 99,980 more unreadable lines" in human.stderr
+    assert "100,000 unreadable lines" in human.stdout
+
+
+def test_a_line_of_many_megabytes_is_reported_briefly_and_the_rest_imported(tmp_path: Path) -> None:
+    cli = Cli(tmp_path / "home")
+    rollout = Rollout("0199-huge")
+    rollout.update_plan(1, "call_1", plan_args(("Read the code", "in_progress")))
+    call = {"type": "function_call", "name": "update_plan", "call_id": "call_cut"}
+    rollout.record(2, "response_item", {**call, "arguments": "x" * (6 << 20)})  # line 5
+    rollout.raw('{"type": "response_item", "payload": "' + "y" * (6 << 20))  # line 6: cut
+    rollout.update_plan(3, "call_2", plan_args(("Read the code", "completed")))
+    path = rollout.write(tmp_path / "huge.jsonl")
+
+    report = run_import(cli, "codex", path, code=2)
+
+    assert counts(report) == {"codex-0199-huge": (2, 2, 0, 0)}
+    assert [(e["line"], len(e["message"]) < 400) for e in report["errors"]] == [
+        (5, True),
+        (6, True),
+    ]

@@ -308,3 +308,47 @@ def test_a_codex_fork_is_its_own_session_and_its_replay_is_its_parents(tmp_path:
     spawned.update_plan(1, "call_c1", TWO_STEPS)
     (child,), _, _ = read(read_codex, spawned.write(tmp_path / "child.jsonl"))
     assert (child.session_id, child.parent_session_id) == ("codex-child-1", "codex-parent-1")
+
+
+# -- lines nested too deep -------------------------------------------------------------------------
+
+DEEP = "[" * 5000 + "]" * 5000  # past any parser's stack
+
+
+def test_codex_lines_nested_too_deep_are_reported_and_the_rest_read(tmp_path: Path) -> None:
+    rollout = Rollout("s-deep")
+    rollout.update_plan(1, "call_1", TWO_STEPS)  # lines 3, 4
+    rollout.raw(DEEP)  # 5: no marker, not an object
+    call = {"type": "function_call", "name": "update_plan", "call_id": "call_obj"}
+    head = json.dumps({"timestamp": stamp(2), "type": "response_item", "payload": call})
+    rollout.raw(f'{head[:-2]}, "arguments": {DEEP}}}}}')  # 6: a marker line too deep to parse
+    rollout.record(3, "response_item", {**call, "call_id": "call_text", "arguments": DEEP})  # 7
+    rollout.update_plan(4, "call_2", plan_args(("Fix it", "completed")))  # 8, 9
+    path = rollout.write(tmp_path / "deep.jsonl")
+
+    calls, errors, _ = read(read_codex, path)
+
+    assert [c.call_id for c in calls] == ["call_1", "call_2"]
+    assert [(e.path, e.line) for e in errors] == [(str(path), 5), (str(path), 6), (str(path), 7)]
+    assert all("too deep" in e.message for e in errors), errors
+    assert errors[2].message.startswith("update_plan call call_text: arguments are")
+
+
+def test_claude_lines_nested_too_deep_are_reported_and_the_rest_read(tmp_path: Path) -> None:
+    transcript = Transcript("sess-deep")
+    first = transcript.todo_write([{"content": "Read", "status": "in_progress"}])  # lines 1, 2
+    second = transcript.todo_write([{"content": "Read", "status": "completed"}])  # lines 3, 4
+    path = transcript.write(tmp_path / "sess-deep.jsonl")
+    use = {"type": "tool_use", "name": "TodoWrite", "id": "toolu_deep"}
+    head = json.dumps({"sessionId": "sess-deep", "message": {"content": [use]}})
+    deep_use = f'{head[:-4]}, "input": {DEEP}}}]}}}}'
+    deep_text = {"sessionId": "sess-deep", "message": {"content": [{**use, "input": DEEP}]}}
+    lines = path.read_text().splitlines()
+    lines[2:2] = [DEEP, deep_use, json.dumps(deep_text)]  # lines 3, 4, 5
+    path.write_text("\n".join(lines) + "\n")
+
+    calls, errors, _ = read(read_claude, path)
+
+    assert [c.call_id for c in calls] == [first, second]
+    assert [(e.path, e.line) for e in errors] == [(str(path), 3), (str(path), 4), (str(path), 5)]
+    assert all("too deep" in e.message for e in errors), errors

@@ -290,7 +290,7 @@ def import_transcript(event: Event, context: HookContext) -> None:
     )
     if report.errors:
         first = report.errors[0]
-        more = f" (+{len(report.errors) - 1} more)" if len(report.errors) > 1 else ""
+        more = f" (+{report.error_count - 1:,} more)" if report.error_count > 1 else ""
         context.warn(f"{first.path}:{first.line}: {first.message}{more}")
 
 
