@@ -27,13 +27,23 @@ def store_key(url: str) -> str:
     return hashlib.sha256(urlunsplit(parts).encode()).hexdigest()[:12]
 
 
+def resolved_url(database: DatabaseSettings) -> str:
+    """The URL that names one store wherever it is given from: a SQLite file by its absolute
+    path (`sqlite:///ledger.db` names another file in each working folder)."""
+    path = database.env.get("SQLITE_DBNAME")
+    if path is None or path == ":memory:":
+        return database.url
+    return f"sqlite:///{Path(path).resolve()}"
+
+
 def files_root(home: Path, database: DatabaseSettings) -> Path:
-    """`home` for the default store (SQLite at <home>/ledger.sqlite3), else its own folder."""
+    """`home` for the default store (SQLite at <home>/ledger.sqlite3), else its own folder,
+    keyed by the store's resolved URL."""
     default = home / "ledger.sqlite3"
     path = database.env.get("SQLITE_DBNAME")
     if path is not None and Path(path).resolve() == default.resolve():
         return home
-    return home / "stores" / store_key(database.url)
+    return home / "stores" / store_key(resolved_url(database))
 
 
 def position_file(root: Path) -> Path:

@@ -26,9 +26,10 @@ def planledger_command() -> str:
 
 
 class Cli:
-    def __init__(self, home: Path, database: str | None = None) -> None:
+    def __init__(self, home: Path, database: str | None = None, cwd: Path | None = None) -> None:
         self.home = home
         self.database = database
+        self.cwd = cwd
 
     def __call__(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "PLANLEDGER_HOME": str(self.home), "COLUMNS": "120"}
@@ -40,6 +41,7 @@ class Cli:
             capture_output=True,
             text=True,
             env=env,
+            cwd=self.cwd,
             timeout=60,
         )
         assert "Traceback" not in result.stderr, result.stderr
@@ -361,6 +363,19 @@ def test_plan_json_per_store_and_back_filled_off_the_command_path(
     for path in paths:
         assert json.loads(path.read_text())["revision"] == 1
     assert default("plan", "file", "nosuch").returncode == 2
+
+    # One relative URL, two working folders: two databases, two folders of files.
+    relative = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        relative.append(Cli(home, "sqlite:///ledger.db", cwd=tmp_path / name))
+        assert relative[-1]("session", "open", "s1").returncode == 0
+        plan = {**PLAN, "title": f"Plan of {name}"}
+        assert relative[-1]("plan", "update", "s1", stdin=json.dumps(plan)).returncode == 0
+    files = [Path(cli("plan", "file", "s1").stdout.strip()) for cli in relative]
+    assert files[0] != files[1]
+    titles = [json.loads(path.read_text())["title"] for path in files]
+    assert titles == ["Plan of a", "Plan of b"]
 
     # A fresh home over a store with many sessions: reads answer at once; the files follow in
     # the background.

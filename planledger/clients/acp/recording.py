@@ -17,6 +17,7 @@ from domain.todos import codex_steps
 from planledger.clients.acp.priorities import PriorityBook
 from planledger.service import PlanLedger
 from planledger.service.results import Decision
+from planledger.storage.file_paths import resolved_url
 from projections.acp import plan_entries
 
 CLIENT = "acp-proxy"
@@ -72,7 +73,7 @@ class PlanRecorder:
 
     def __init__(self, service: PlanLedger) -> None:
         self.service = service
-        self.priorities = PriorityBook(service.home, service.database.url)
+        self.priorities = PriorityBook(service.home, resolved_url(service.database))
 
     def relay(self, message: dict[str, Any]) -> dict[str, Any] | None:
         """The notification to forward: the committed plan re-rendered from the ledger, or

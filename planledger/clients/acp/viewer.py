@@ -50,6 +50,7 @@ from planledger.clients.acp.errors import request_error
 from planledger.clients.acp.priorities import PriorityBook
 from planledger.clients.acp.stdio import stdio_streams
 from planledger.service import FeedEvent, PlanLedger
+from planledger.storage.file_paths import resolved_url
 from projections.acp import plan_update
 from projections.shapes import HistoryEntry
 
@@ -308,7 +309,7 @@ class LedgerViewer:
 
 async def serve_viewer(service: PlanLedger) -> None:
     """Serve the viewer on stdin/stdout until the editor closes the connection."""
-    viewer = LedgerViewer(service, PriorityBook(service.home, service.database.url))
+    viewer = LedgerViewer(service, PriorityBook(service.home, resolved_url(service.database)))
     try:
         editor_in, editor_out = await stdio_streams()
         await run_agent(cast(Agent, viewer), editor_out, editor_in)
