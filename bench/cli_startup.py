@@ -8,7 +8,7 @@ Each command runs `--calls` times a round, in a fresh PLANLEDGER_HOME on the SQL
 over rounds, and the ratio to the bare interpreter. The spec's budget is 150 ms of wall clock
 per `plan show` and `plan update` process on the SQLite default. "cold" runs with
 PLANLEDGER_NO_WARM=1; "warm" is answered by the warm process; "first" is a session's first
-update, a second after `session open` in a fresh home (which started the warm process).
+update, a second after `session open` in a fresh home.
 """
 
 from __future__ import annotations
@@ -62,19 +62,22 @@ def commands(database: str | None) -> dict[str, tuple[list[str], str, bool]]:
     hook = [cli, *db, "hook", "claude-code"]
     return {
         "python -c pass": ([sys.executable, "-c", "pass"], "", False),
-        "plan show --json": ([cli, *db, "plan", "show", "bench", "--json"], "", False),
-        "plan show": ([cli, *db, "plan", "show", "bench"], "", False),
+        "plan show --json (cold)": ([cli, *db, "plan", "show", "bench", "--json"], "", False),
+        "plan show --json (warm)": ([cli, *db, "plan", "show", "bench", "--json"], "", True),
+        "plan show (warm)": ([cli, *db, "plan", "show", "bench"], "", True),
         "plan update --json (cold)": (update, "", False),
         "plan update --json (warm)": (update, "", True),
         FIRST_UPDATE: (update, "", True),
-        "hook, ignored event": (hook, json.dumps(IGNORED), False),
+        "hook, ignored event (cold)": (hook, json.dumps(IGNORED), False),
+        "hook, ignored event (warm)": (hook, json.dumps(IGNORED), True),
         "hook, TodoWrite (cold)": (hook, json.dumps(TODO), False),
         "hook, TodoWrite (warm)": (hook, json.dumps(TODO), True),
+        "session list (warm)": ([cli, *db, "session", "list"], "", True),
     }
 
 
 def start_warm_process(cli: str, db: list[str], env: dict[str, str]) -> None:
-    """One command starts the warm process; wait until it answers."""
+    """One command starts the warm process of this installation; wait until it answers."""
     for _ in range(100):
         probe = subprocess.run(
             [cli, *db, "hook", "claude-code"],
@@ -84,8 +87,8 @@ def start_warm_process(cli: str, db: list[str], env: dict[str, str]) -> None:
             capture_output=True,
         )
         assert probe.returncode == 0, probe.stderr
-        listing = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True)
-        if "planledger.clients.warm" in listing.stdout:
+        status = subprocess.run([cli, "warm", "status", "--json"], capture_output=True, env=env)
+        if any(found["current"] for found in json.loads(status.stdout)["warm_processes"]):
             return
         time.sleep(0.1)
     raise SystemExit("the warm process did not start")
@@ -96,10 +99,10 @@ FIRST_UPDATE = "plan update --json (first)"
 
 
 def first_update(cli: str, db: list[str], env: dict[str, str]) -> tuple[float, float, int]:
-    """A session's first plan update in a fresh home: `session open` (untimed, it starts the
-    warm process), THINK_SECONDS of the agent thinking, then the update (timed)."""
+    """A session's first plan update in a fresh home: `session open` (untimed),
+    THINK_SECONDS of the agent thinking, then the update (timed)."""
     with tempfile.TemporaryDirectory() as home:
-        fresh = {**env, "PLANLEDGER_HOME": home, "PLANLEDGER_WARM_IDLE": "3"}
+        fresh = {**env, "PLANLEDGER_HOME": home}
         opened = [cli, *db, "session", "open", "bench"]
         subprocess.run(opened, env=fresh, check=True, capture_output=True)
         time.sleep(THINK_SECONDS)

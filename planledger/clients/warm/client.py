@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import subprocess
 import sys
 import time
 from typing import Any
@@ -148,6 +147,8 @@ def standard_fds() -> Any:
 
 def start(key: str) -> None:
     """The warm process for `key`, detached (it exits at once if one is running)."""
+    import subprocess
+
     with contextlib.suppress(OSError):
         subprocess.Popen(
             # -P: never import from the caller's folder (a project's own `domain` package)

@@ -14,7 +14,6 @@ import os
 import stat
 import sys
 import sysconfig
-import tempfile
 from pathlib import Path
 
 PACKAGES = ("domain", "projections", "planledger")
@@ -43,8 +42,9 @@ def code_key(root: Path | None = None) -> str:
 
 
 def socket_folder() -> Path:
-    """Under the temporary folder, or /tmp when that is too long a path for a UNIX socket."""
-    folder = Path(tempfile.gettempdir()) / f"planledger-{os.getuid()}"
+    """Under the temporary folder (TMPDIR), or /tmp when that is too long a path for a UNIX
+    socket."""
+    folder = Path(os.environ.get("TMPDIR") or "/tmp") / f"planledger-{os.getuid()}"
     if len(str(folder)) + len("/0123456789abcdef01234567.sock") > MAX_SOCKET_PATH:
         folder = Path("/tmp") / f"planledger-{os.getuid()}"
     return folder
