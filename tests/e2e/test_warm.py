@@ -366,9 +366,7 @@ def test_a_killed_warm_process_leaves_its_caller_an_honest_answer(
         waiting.stdin.write(plan("a"))
         waiting.stdin.close()
         time.sleep(1.0)  # its child waits on the lock
-        children = subprocess.run(
-            ["pgrep", "-P", str(status["pid"])], capture_output=True, text=True
-        ).stdout.split()
+        children = children_of(status["pid"])
         assert children, "the command is not being run by a child of the warm process"
         for child in children:
             os.kill(int(child), signal.SIGKILL)
@@ -427,3 +425,41 @@ def test_a_project_with_packages_of_the_same_names_is_never_imported(
     wait_for(lambda: warm_processes(home, own), "no warm process started from the project")
     done = run(home, "plan", "update", "s1", "--json", stdin=plan("a"), cwd=project, env=own)
     assert done.returncode == 0, done.stderr
+
+
+def test_ctrl_c_reaches_the_command_as_it_would_cold(tmp_path: Path, own: dict[str, str]) -> None:
+    """A command waiting on its standard input, interrupted: the same answer warm and cold, and
+    no child of the warm process is left running it."""
+    home = tmp_path / "home"
+    assert run(home, "session", "open", "s1", env=own).returncode == 0
+    [status] = wait_for(lambda: warm_processes(home, own), "no warm process started")
+    answers = []
+    for warm in (True, False):
+        waiting = subprocess.Popen(
+            [planledger_command(), "plan", "update", "s1"],
+            stdin=subprocess.PIPE,  # kept open: the command waits for its proposal
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={
+                **os.environ,
+                "PLANLEDGER_HOME": str(home),
+                "PLANLEDGER_NO_WARM": "" if warm else "1",
+                **own,
+            },
+        )
+        if warm:
+            wait_for(lambda: children_of(status["pid"]), "no child runs the command")
+        else:
+            time.sleep(2.0)  # past its imports: it waits on its input
+        waiting.send_signal(signal.SIGINT)
+        out, err = waiting.communicate(timeout=30)
+        answers.append((waiting.returncode, out, err))
+    assert answers[0] == answers[1]
+    assert answers[0][0] == 1 and "interrupted" in answers[0][2]
+    assert children_of(status["pid"]) == []
+
+
+def children_of(pid: int) -> list[str]:
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    return found.stdout.split()

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import sys
 import time
+from types import FrameType
 from typing import Any
 
 from planledger.clients.warm.identity import code_key, private_folder, socket_path
@@ -57,6 +59,7 @@ def call(args: list[str]) -> int | None:
             return unanswered(args, hook)
         if accepted is None:
             return None  # it ended before taking the command: nothing was done
+        forward_signals(accepted.get("pid"))
         connection.settimeout(hook_seconds() if hook else None)
         try:
             answer = lines.next()
@@ -84,6 +87,20 @@ def unanswered(args: list[str], hook: bool) -> int:
         f"not have taken effect{retry}\n"
     )
     return EXIT_UNAVAILABLE
+
+
+def forward_signals(pid: object) -> None:
+    """Ctrl-C, a hang-up or a termination of this caller reaches the child running the
+    command, as it would reach a cold process."""
+    if not isinstance(pid, int) or pid <= 1:
+        return
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, forward)
 
 
 def current_umask() -> int:

@@ -14,6 +14,7 @@ import signal
 import socket
 import sys
 import time
+import traceback
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -65,8 +66,11 @@ def serve(key: str) -> None:
                 continue
             last_call = time.monotonic()
             if os.fork() == 0:
-                server.close()
-                os._exit(child(connection, status))  # a forked child never returns
+                try:  # a forked child never returns into this loop, whatever happens
+                    server.close()
+                    child(connection, status)
+                finally:
+                    os._exit(0)
             connection.close()
             status["served"] += 1
     except Stop:
@@ -134,33 +138,29 @@ def warm_up() -> bool:
     return threading.active_count() == 1
 
 
-def child(connection: socket.socket, status: dict[str, Any]) -> int:
+def child(connection: socket.socket, status: dict[str, Any]) -> None:
     """One command, in a forked child: the caller's descriptors, folder and environment, the
-    command run as a cold process runs it, its exit code sent back. Returns the child's own
-    exit status."""
+    command run as a cold process runs it, its exit code sent back."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     connection.settimeout(REQUEST_SECONDS)
     try:
         request, fds = receive_request(connection)
     except (OSError, ValueError):
-        return 0  # a probe, or not a caller
+        return  # a probe, or not a caller
     connection.settimeout(None)
     operation = request.get("op")
-    try:
+    with contextlib.suppress(OSError):
         if operation == "status":
             send_line(connection, {**status, "pid": os.getppid()})
         elif operation == "stop":
             os.kill(os.getppid(), signal.SIGTERM)
             send_line(connection, {"stopped": os.getppid()})
         elif operation == "run" and len(fds) == 3:
-            return run(connection, request, fds)
-    except OSError:
-        pass
-    return 0
+            run(connection, request, fds)
 
 
-def run(connection: socket.socket, request: dict[str, Any], fds: list[int]) -> int:
+def run(connection: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
     from planledger.clients.hooks import guard
 
     try:
@@ -171,14 +171,14 @@ def run(connection: socket.socket, request: dict[str, Any], fds: list[int]) -> i
         started = float(request["started"])
         os.umask(int(request["umask"]))
     except (KeyError, TypeError, ValueError, AttributeError, OSError):
-        return 0  # not taken: the caller runs it itself
+        return  # not taken: the caller runs it itself
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
     sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
     sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
     sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
-    send_line(connection, {"accepted": True})
+    send_line(connection, {"accepted": True, "pid": os.getpid()})
     guard.call_started = started  # a hook's deadline counts from the caller's start
 
     def answer(code: int) -> None:
@@ -195,8 +195,13 @@ def run(connection: socket.socket, request: dict[str, Any], fds: list[int]) -> i
         code = run_here(args)
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else 1
+    except KeyboardInterrupt:  # the caller's Ctrl-C, passed on
+        sys.stderr.write("planledger: error: interrupted\n")
+        code = 130
+    except BaseException:  # as a cold process would: the traceback, exit 1
+        traceback.print_exc()
+        code = 1
     answer(code)
-    return 0
 
 
 def main() -> None:
