@@ -39,7 +39,7 @@ from planledger.service.results import (
     VerifyReport,
 )
 from planledger.service.verify import NOTHING, judge, replay, replayed, verify_store
-from planledger.storage.errors import heals
+from planledger.storage.errors import heals, unavailable_cause
 from planledger.storage.recorder import InlineViews
 from planledger.storage.schema import ensure_schema, schema_is_current
 from planledger.storage.settings import DatabaseSettings, database_settings
@@ -547,7 +547,9 @@ class Ledger(Application[str]):
             raise SessionNotFound(session_id) from None
         except LedgerError:
             raise
-        except Exception:
+        except Exception as error:
+            if unavailable_cause(error) is not None:
+                raise  # the database, not the history: replaying would wait for it again
             # A stored event that no longer decodes: name where, like verify does.
             _, problem = self._replay(aggregate_id, session_id)
             if problem is None:

@@ -9,6 +9,7 @@ IntegrityError.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +24,10 @@ from planledger.storage.view_rows import SESSION_COLUMNS, ViewRows, rows_of
 
 
 class OneTripPostgresRecorder(PostgresApplicationRecorder):
+    # Each read tried once: the service's `heals` retries within its bound (postgres_factory).
+    select_events = inspect.unwrap(PostgresApplicationRecorder.select_events)
+    select_notifications = inspect.unwrap(PostgresApplicationRecorder.select_notifications)
+
     def insert_events(
         self,
         stored_events: Sequence[StoredEvent],

@@ -9,9 +9,9 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
-from planledger.storage.settings import DatabaseSettings, postgres_conninfo
+from planledger.storage.settings import POOL_TIMEOUT, DatabaseSettings, postgres_conninfo
 from planledger.storage.view_rows import COPY_HISTORY, SESSION_COLUMNS, ViewRows
 from planledger.storage.views import ViewStore
 
@@ -58,7 +58,13 @@ class PostgresViewStore(ViewStore):
         # Connections are made on demand (a one-shot command opens one); a broken one is
         # discarded when it goes back, so reads heal after the database restarts.
         self.readers = ConnectionPool(
-            self.conninfo, min_size=0, max_size=8, kwargs={"autocommit": True}, open=True
+            self.conninfo,
+            min_size=0,
+            max_size=8,
+            kwargs={"autocommit": True},
+            open=True,
+            timeout=POOL_TIMEOUT,
+            reconnect_timeout=POOL_TIMEOUT,
         )
 
     @property
@@ -109,6 +115,8 @@ class PostgresViewStore(ViewStore):
             try:
                 with self.readers.connection() as conn:
                     return read(conn)
+            except PoolTimeout:
+                raise  # no connection to be had: the server is away, not one connection
             except (psycopg.OperationalError, psycopg.InterfaceError):
                 if attempt == 2:
                     raise

@@ -13,6 +13,13 @@ DEFAULT_HOME = Path("~/.local/share/planledger")
 # Our recorders (views stored with their events), each imported only for its database.
 SQLITE_RECORDER = "planledger.storage.sqlite_recorder:ViewsSQLiteRecorder"
 POSTGRES_RECORDER = "planledger.storage.postgres_recorder:OneTripPostgresRecorder"
+POSTGRES_FACTORY = "planledger.storage.postgres_factory:BoundedPostgresFactory"
+# A lost PostgreSQL server is "storage unavailable" within about 3 s, never a wait: a call
+# waits POOL_TIMEOUT seconds for a pooled connection (a command may wait twice), a connection
+# attempt gives up after CONNECT_TIMEOUT (libpq's, whole seconds), and a pool's own attempts to
+# reconnect give up as soon, so the first call after the server is back connects.
+POOL_TIMEOUT = 1.0
+CONNECT_TIMEOUT = 2
 
 
 class SettingsError(LedgerError):
@@ -39,7 +46,7 @@ class DatabaseSettings:
 
     @property
     def is_postgres(self) -> bool:
-        return self.env["PERSISTENCE_MODULE"] == "eventsourcing.postgres"
+        return self.env["PERSISTENCE_MODULE"] == POSTGRES_FACTORY
 
     @property
     def display_url(self) -> str:
@@ -96,14 +103,14 @@ def database_settings(url: str | None = None) -> DatabaseSettings:
             raise SettingsError(f"cannot use database URL {url!r}: {error}") from None
         env = {
             **common,
-            "PERSISTENCE_MODULE": "eventsourcing.postgres",
+            "PERSISTENCE_MODULE": POSTGRES_FACTORY,
             "POSTGRES_DBNAME": dbname,
             "POSTGRES_HOST": parts.hostname,
             "POSTGRES_PORT": str(port),
             "POSTGRES_USER": unquote(parts.username),
             # The library insists on a password even under trust authentication.
             "POSTGRES_PASSWORD": unquote(parts.password or ""),
-            "POSTGRES_CONNECT_TIMEOUT": "2",
+            "POSTGRES_CONNECT_TIMEOUT": str(CONNECT_TIMEOUT),
             "APPLICATION_RECORDER_TOPIC": POSTGRES_RECORDER,
         }
         schema = parse_qs(parts.query).get("schema")
@@ -128,6 +135,6 @@ def postgres_conninfo(settings: DatabaseSettings) -> str:
         dbname=env["POSTGRES_DBNAME"],
         user=env["POSTGRES_USER"],
         password=env["POSTGRES_PASSWORD"] or None,
-        connect_timeout=env.get("POSTGRES_CONNECT_TIMEOUT", "2"),
+        connect_timeout=env.get("POSTGRES_CONNECT_TIMEOUT", str(CONNECT_TIMEOUT)),
         options=f"-c search_path={schema}",
     )

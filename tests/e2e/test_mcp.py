@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import re
+import subprocess
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -497,3 +500,91 @@ def test_resource_read_and_live_updates_from_the_cli_and_another_server(
             assert len(updates) == 2, updates
 
     run(scenario)
+
+
+# -- the transport ----------------------------------------------------------------------------
+
+BAD_LINES = {
+    "this is not JSON": -32700,  # PARSE_ERROR
+    '{"jsonrpc": "2.0", "id": 1, "method": ': -32700,  # cut short
+    '{"hello": "world"}': -32600,  # INVALID_REQUEST: JSON, but not a JSON-RPC message
+    "[1, 2]": -32600,
+}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw-test-client", "version": "0"},
+    },
+}
+
+
+def test_lines_that_are_not_messages_get_json_rpc_errors_and_it_keeps_serving(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """Raw stdio, no SDK client: every bad line (before and after the handshake) is answered
+    with a JSON-RPC 2.0 error whose id is null, in order, and the next request is served."""
+    home = tmp_path / "home"
+    home.mkdir()
+    errors = home / "mcp-stderr.log"
+    with errors.open("w") as errlog:
+        process = subprocess.Popen(
+            [planledger_command(), "--database", sqlite_url, "mcp", "--session", "s1"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errlog,
+            text=True,
+            env={"PLANLEDGER_HOME": str(home), "PATH": os.environ.get("PATH", "")},
+        )
+    assert process.stdin is not None and process.stdout is not None
+    replies: queue.Queue[str] = queue.Queue()
+    stdout = process.stdout
+    threading.Thread(target=lambda: [replies.put(line) for line in stdout], daemon=True).start()
+
+    def send(*lines: str) -> None:
+        assert process.stdin is not None
+        process.stdin.write("".join(f"{line}\n" for line in lines))
+        process.stdin.flush()
+
+    def reply() -> Any:
+        try:
+            return json.loads(replies.get(timeout=30))
+        except queue.Empty:
+            process.kill()
+            pytest.fail(f"no reply within 30 s; stderr: {errors.read_text()[-2000:]}")
+
+    def expect_errors(lines: dict[str, int]) -> None:
+        for line, code in lines.items():
+            answer = reply()
+            assert answer["jsonrpc"] == "2.0" and answer["id"] is None, (line, answer)
+            assert answer["error"]["code"] == code, (line, answer)
+            assert answer["error"]["message"], (line, answer)
+
+    try:
+        send(*BAD_LINES, json.dumps(INITIALIZE))
+        expect_errors(BAD_LINES)
+        initialized = reply()
+        assert initialized["id"] == 1, initialized
+        assert initialized["result"]["serverInfo"]["name"] == "planledger", initialized
+        send(
+            json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            "still not JSON",
+            json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        )
+        expect_errors({"still not JSON": -32700})
+        listed = reply()
+        assert listed["id"] == 2, listed
+        assert {tool["name"] for tool in listed["result"]["tools"]} >= {"update_plan", "read_plan"}
+        assert process.poll() is None, "the server exited"
+    finally:
+        process.stdin.close()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, errors.read_text()
+    assert "Traceback" not in errors.read_text(), errors.read_text()

@@ -838,6 +838,30 @@ def test_token_guards_every_route_but_healthz(sqlite_url: str, tmp_path: Path) -
             assert [e.event for e in stream.take(2)] == ["plan.proposed", "plan.committed"]
 
 
+def test_a_token_in_an_api_url_is_refused(sqlite_url: str, tmp_path: Path) -> None:
+    """The token comes from the Authorization header or the web page's cookie, never from an
+    API URL: `?token=` alone is a 401 on every API route, /docs and /openapi.json. Only a web
+    page takes it, once, to set that cookie (which then opens the API)."""
+    with running_server(sqlite_url, tmp_path / "home", token=TOKEN) as server:
+        with server.client() as api:
+            open_session(api, "s1")
+        with server.client(anonymous=True) as anonymous:
+            for method, path, body in GUARDED_ROUTES:
+                if path.startswith("/ui"):
+                    continue
+                url = f"{path}{'&' if '?' in path else '?'}token={TOKEN}"
+                with anonymous.stream(method, url, json=body) as response:  # SSE: no waiting
+                    assert response.status_code == 401, (method, url, response.status_code)
+                    response.read()
+                assert response.json()["error"]["code"] == "unauthorized", (method, url)
+            assert anonymous.get("/sessions/s1").status_code == 401
+            handoff = anonymous.get(f"/ui?token={TOKEN}")
+            assert handoff.status_code == 303 and handoff.headers["location"] == "/ui"
+            assert handoff.cookies["planledger_token"] == TOKEN
+            opened = anonymous.get("/sessions/s1")  # the client now sends the cookie
+            assert opened.status_code == 200, opened.text
+
+
 # -- 4. bad bodies ----------------------------------------------------------------------------
 
 JSON_HEADERS = {"content-type": "application/json"}

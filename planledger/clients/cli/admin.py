@@ -98,9 +98,8 @@ def serve(
     port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port.")] = 8765,
 ) -> None:
     """The HTTP server (set PLANLEDGER_TOKEN to require `Authorization: Bearer <token>`)."""
-    import uvicorn
-
     from planledger.clients.http import create_app
+    from planledger.clients.http.serving import run_server
 
     token = os.environ.get("PLANLEDGER_TOKEN") or None
     settings = database_settings(state.database)  # a bad URL fails here, before binding
@@ -116,14 +115,7 @@ def serve(
             "address can read and write plans; set PLANLEDGER_TOKEN",
             markup=False,
         )
-    uvicorn.run(
-        application,
-        host=host,
-        port=port,
-        log_level="warning",
-        access_log=False,  # not shown at this level: its arguments need not be made per request
-        timeout_keep_alive=5,
-    )
+    run_server(application, host, port)  # with a deadline on request heads
 
 
 # -- verification and demo --------------------------------------------------------------------

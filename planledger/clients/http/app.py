@@ -21,6 +21,7 @@ from planledger.clients.http.bodies import Health
 from planledger.clients.http.errors import ErrorBody, install_error_handlers
 from planledger.clients.http.guards import BodyLimit, TokenGuard
 from planledger.clients.http.routes import events, goals, plans, sessions
+from planledger.clients.http.unavailable import install_storage_errors
 from planledger.service import PlanLedger
 
 MAX_BODY_BYTES = 256 * 1024  # a plan is at most 100 steps of 500 characters
@@ -56,6 +57,7 @@ def create_app(open_service: Callable[[], PlanLedger], token: str | None = None)
 
     install_web_page(app)
     install_error_handlers(app, MAX_BODY_BYTES)
+    install_storage_errors(app)
     _install_docs(app, secured=token is not None)
 
     @app.get("/healthz", response_model=Health, responses={503: {"model": Health}})

@@ -18,13 +18,17 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 OPEN_PATHS = frozenset({"/healthz"})
 TOKEN_COOKIE = "planledger_token"
+# The web pages that turn `?token=` into a cookie (web.routes.token_handoff): the only paths
+# whose query the guard reads a token from.
+HANDOFF_PAGE, HANDOFF_PAGES = "/ui", "/ui/sessions/"
 BODY_TIMEOUT = 10.0  # seconds to receive a whole request body (a plan is at most 256 KiB)
 
 
 class TokenGuard:
     """With a token, every path but /healthz needs `Authorization: Bearer <token>` (compared in
-    constant time). A browser may instead open a page once with `?token=...`: the page then
-    keeps it in a cookie, which is accepted too."""
+    constant time). A browser may instead open a web page once with `?token=...`: the page
+    then keeps it in a cookie, which is accepted everywhere. An API URL never carries the
+    token (it would end up in logs and histories)."""
 
     def __init__(self, app: App, token: str | None) -> None:
         self.app = app
@@ -50,9 +54,14 @@ class TokenGuard:
             cookie = SimpleCookie(headers.get(b"cookie", b"").decode("latin-1"))
             if TOKEN_COOKIE in cookie:
                 candidates.append(cookie[TOKEN_COOKIE].value)
-            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-            candidates += query.get("token", [])[:1]
+            if is_handoff_page(scope["path"]):
+                query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+                candidates += query.get("token", [])[:1]
         return any(hmac.compare_digest(c.encode(), self.token) for c in candidates)
+
+
+def is_handoff_page(path: str) -> bool:
+    return path == HANDOFF_PAGE or path.startswith(HANDOFF_PAGES)
 
 
 class BodyLimit:

@@ -9,10 +9,11 @@ from typing import Any
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 
-from domain.errors import ErrorKind, LedgerError
+from domain.errors import ErrorKind, LedgerError, StorageUnavailable
 from planledger.clients.mcp.session import BadArgument
 from planledger.service.core import describe
 from planledger.service.results import Decision
+from planledger.storage.errors import unavailable_cause
 from projections.plan_lines import history_lines, plan_lines, violation_lines
 from projections.shapes import History, PlanView
 
@@ -92,5 +93,8 @@ def failure(error: Exception) -> ToolError:
             text = f"{error.code}: {text}"
         hint = HINT_OF_KIND[error.kind]
         return ToolError(f"{text.rstrip('.')}.{hint}" if hint else text)
+    cause = unavailable_cause(error)  # a read the service did not wrap
+    if cause is not None:
+        return failure(StorageUnavailable(f"storage unavailable: {cause}"))
     log.exception("unexpected error in a plan tool")
     return ToolError(f"internal_error: {describe(error)}")

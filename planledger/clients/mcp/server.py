@@ -10,6 +10,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
 from planledger.clients.mcp.session import start_session
+from planledger.clients.mcp.stdio import run_stdio
 from planledger.clients.mcp.subscriptions import PlanSubscriptions, plan_uri
 from planledger.clients.mcp.tools import build_tools
 from planledger.service import PlanLedger, open_planledger
@@ -70,10 +71,11 @@ def package_version() -> str:
 
 def serve_stdio(database: str | None, session_id: str | None) -> None:
     """Open the service and the session (opened if missing, or a fresh `mcp-...` one), then
-    serve MCP on stdin/stdout until the client closes them."""
+    serve MCP on stdin/stdout until the client closes them (every line that is not a message
+    answered with a JSON-RPC error)."""
     service = open_planledger(database)
     try:
         session = start_session(service, session_id)
-        build_server(service, session).run("stdio")
+        anyio.run(run_stdio, build_server(service, session))
     finally:
         service.close()
