@@ -45,6 +45,13 @@ class InvalidPayload(LedgerError):
     code = "invalid_input"
 
 
+class NotJson(InvalidPayload):
+    """A value JSON does not have (NaN, Infinity, a number past a double's range), which a
+    lenient parser let through: the input is not JSON. Nothing is recorded."""
+
+    code = "invalid_json"
+
+
 class SessionNotFound(LedgerError):
     kind = ErrorKind.NOT_FOUND
     code = "session_not_found"

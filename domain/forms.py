@@ -1,10 +1,11 @@
 """The three input forms: detect which one a payload is, and normalise it into a candidate (or,
 for the task form, an operation the plan applies to its committed list).
 
-Only the *shape* is checked here (field names, JSON types, the mode ban, the input limits).
-Every rule about the content (blank titles, bounds, statuses, ids, in-progress counts) lives
-in `domain.rules`, so it is checked the same way at decision time and on replay. The candidate
-is bounded whatever the payload: at most MAX_STEPS steps, each text cut at twice its bound.
+Only the *shape* is checked here (field names, JSON types, plain text, the mode ban, the input
+limits); shape problems are recorded with the proposal, never re-checked on replay. Every rule
+about the content (blank titles, bounds, statuses, ids, in-progress counts) lives in
+`domain.rules`, so it is checked the same way at decision time and on replay. The candidate is
+bounded whatever the payload: at most MAX_STEPS steps, each text cut at twice its bound.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from domain.models import (
 from domain.rules import step_label, too_many_steps
 from domain.step_ids import derive_step_ids
 from domain.tasks import parse_task_operation, task_fields
+from domain.text import clean_text, plain_payload
 
 __all__ = ["ParsedProposal", "clean_text", "derive_step_ids", "detect_form", "parse_proposal"]
 
@@ -76,7 +78,7 @@ def parse_proposal(payload: Mapping[str, Any]) -> ParsedProposal:
     the input limits (`domain.limits`) raises InvalidPayload before any other work."""
     limits.check_payload(payload)
     problems: list[Violation] = []
-    payload = _storable(payload, problems)
+    payload = plain_payload(payload, problems)
     form = detect_form(payload)
     problems += _mode_and_unknown_fields(payload, form)
     expected_revision = _expected_revision(payload, problems)
@@ -120,86 +122,6 @@ def parse_proposal(payload: Mapping[str, Any]) -> ParsedProposal:
         keeps_goal="goal_id" not in payload,
         violations=tuple(problems),
     )
-
-
-def clean_text(text: str) -> str:
-    """`text` without NUL characters or lone surrogates (neither can be stored as JSON text)."""
-    if "\x00" in text:
-        text = text.replace("\x00", "\ufffd")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "replace").decode("utf-8")
-    return text
-
-
-def _storable(payload: Mapping[str, Any], problems: list[Violation]) -> Any:
-    """The payload with every string (keys too) made storable; the repairs are violations
-    (the first MAX_REPORTED places named, the rest counted). Recursion is bounded by
-    `limits.MAX_DEPTH`, checked before."""
-    if _all_storable(payload):
-        return payload
-    places: list[str] = []
-
-    def clean(value: Any, where: str) -> Any:
-        if isinstance(value, str):
-            cleaned = clean_text(value)
-            if cleaned != value:
-                places.append(where or "the top level")
-            return cleaned
-        if isinstance(value, Mapping):
-            repaired = {}
-            for key, item in value.items():
-                name = clean_text(key)[:40]
-                path = f"{where}.{name}" if where else name
-                repaired[clean(key, f"{where}.{name}" if where else "a field name")] = clean(
-                    item, path
-                )
-            return repaired
-        if isinstance(value, list | tuple):
-            return [clean(item, f"{where}[{index}]") for index, item in enumerate(value)]
-        return value
-
-    repaired = clean(payload, "")
-    for where in places[:MAX_REPORTED]:
-        problems.append(
-            Violation(
-                code="invalid_text",
-                message=f"The text at {where} contains a NUL character or invalid Unicode; "
-                "send plain text.",
-            )
-        )
-    if len(places) > MAX_REPORTED:
-        problems.append(
-            Violation(
-                code="invalid_text",
-                message=f"{len(places) - MAX_REPORTED} more texts contain a NUL character or "
-                "invalid Unicode; send plain text.",
-            )
-        )
-    return repaired
-
-
-def _all_storable(payload: Mapping[str, Any]) -> bool:
-    """Whether every string of the payload (keys too) is storable as it is: the common case,
-    checked without building the repaired copy and the place names `_storable` needs."""
-    stack: list[Any] = [payload]
-    while stack:
-        value = stack.pop()
-        kind = type(value)
-        if kind is str:
-            if "\x00" in value or not (value.isascii() or clean_text(value) == value):
-                return False
-        elif kind is dict:
-            for key in value:
-                if "\x00" in key or not (key.isascii() or clean_text(key) == key):
-                    return False
-            stack.extend(value.values())
-        elif kind is list:
-            stack.extend(value)
-        elif isinstance(value, Mapping | tuple | list | str):
-            return False  # copied into plain dicts, lists and strings by the repair
-    return True
 
 
 def _unknown_fields(

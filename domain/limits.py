@@ -1,18 +1,19 @@
 """Input limits, checked before any work that grows with the input.
 
 A payload nested too deep, holding an integer too large to print, or holding values that are not
-JSON data cannot be read, fingerprinted or stored: it is refused as invalid input and nothing is
-recorded. Texts that are merely too long are a rule (`too_long`): the recorded candidate keeps
-them cut at twice their bound, so the rule still fires and a hostile payload cannot bloat the
-store.
+JSON data (NaN and the infinities included) cannot be read, fingerprinted or stored: it is refused
+as invalid input and nothing is recorded. Texts that are merely too long are a rule (`too_long`):
+the recorded candidate keeps them cut at twice their bound, so the rule still fires and a hostile
+payload cannot bloat the store.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
-from domain.errors import InvalidPayload
+from domain.errors import InvalidPayload, NotJson
 
 MAX_DEPTH = 16  # objects and lists nested in one another; a proposal needs 3
 MAX_INTEGER = 10**100 - 1  # 100 digits: far past any revision, cheap to print and compare
@@ -25,7 +26,8 @@ CUT_MARK = "…"
 
 
 def check_payload(payload: object) -> None:
-    """Raise InvalidPayload unless `payload` is JSON data within MAX_DEPTH and MAX_INTEGER.
+    """Raise InvalidPayload unless `payload` is JSON data within MAX_DEPTH and MAX_INTEGER
+    (NotJson for a NaN or an infinity, which JSON does not have).
 
     Iterative, one nesting level at a time (a deep payload cannot exhaust the stack), and stops
     at the first problem. Exact JSON types are told by `type` first: ABC checks cost 10x."""
@@ -36,9 +38,11 @@ def check_payload(payload: object) -> None:
         inner: list[Any] = []
         for value in level:
             kind = type(value)
-            if kind is str or kind is float or kind is bool or value is None:
+            if kind is str or kind is bool or value is None:
                 continue
-            if kind is int:
+            if kind is float:
+                _check_float(value)
+            elif kind is int:
                 _check_integer(value)
             elif kind is dict or kind is list or isinstance(value, Mapping | list | tuple):
                 if depth > MAX_DEPTH:
@@ -55,7 +59,9 @@ def check_payload(payload: object) -> None:
                     inner.extend(value)
             elif isinstance(value, int) and not isinstance(value, bool):
                 _check_integer(value)
-            elif not isinstance(value, str | float | bool):
+            elif isinstance(value, float):
+                _check_float(value)
+            elif not isinstance(value, str | bool):
                 raise InvalidPayload(
                     f"the proposal holds a {type(value).__name__}; send JSON data only"
                 )
@@ -65,6 +71,14 @@ def check_payload(payload: object) -> None:
 def _check_integer(value: int) -> None:
     if abs(value) > MAX_INTEGER:
         raise InvalidPayload("the proposal holds an integer of more than 100 digits")
+
+
+def _check_float(value: float) -> None:
+    if not math.isfinite(value):
+        name = "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+        raise NotJson(
+            f"the proposal holds {name} (or a number past a double's range), which is not JSON"
+        )
 
 
 def cut(text: str, keep: int) -> str:

@@ -13,6 +13,7 @@ from domain.errors import CorruptHistory
 from domain.forms import ParsedProposal
 from domain.models import Form, Frozen, PlanSnapshot, Policy, TaskOperation, Violation
 from domain.tasks import apply_operation
+from domain.text import clean_text
 
 OutcomeStatus = Literal["pending", "committed", "rejected"]
 
@@ -206,7 +207,8 @@ class Plan(Aggregate):
 
         A payload that leaves `goal_id` out keeps the plan's current goal (recorded in the
         candidate, so the commit and its replay see it); an explicit null unlinks it. A task
-        operation's candidate is the committed list with the operation applied."""
+        operation's candidate is the committed list with the operation applied. `client` is
+        recorded as plain text (views print it)."""
         candidate = parsed.candidate
         if parsed.operation is not None and self.policy in (None, Policy.TASKS):
             candidate, _ = apply_operation(self.snapshot, parsed.operation)
@@ -224,7 +226,7 @@ class Plan(Aggregate):
             form=parsed.form.value if parsed.form else None,
             candidate=candidate,
             expected_revision=parsed.expected_revision,
-            client=client,
+            client=clean_text(client) if client is not None else None,
             fingerprint=fingerprint,
             shape_violations=parsed.violations,
             explanation=parsed.explanation,

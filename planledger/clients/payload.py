@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,9 +13,10 @@ from domain.limits import MAX_PAYLOAD_BYTES
 
 
 def read_payload(source: str) -> Any:
-    """The JSON in FILE or on standard input (`-`). Input past MAX_PAYLOAD_BYTES, or JSON that
-    cannot be read (nested too deep, an integer too long) is invalid input (exit 2): it is
-    refused before it is parsed, never a crash."""
+    """The JSON in FILE or on standard input (`-`). Input past MAX_PAYLOAD_BYTES, JSON that
+    cannot be read (nested too deep, an integer too long), or what JSON does not have (NaN,
+    Infinity, a number past a double's range, all of which Python's parser accepts) is invalid
+    input (exit 2): refused before anything is recorded, never a crash."""
     where = "standard input" if source == "-" else source
     try:
         if source == "-":
@@ -31,9 +33,20 @@ def read_payload(source: str) -> Any:
     except (OSError, UnicodeDecodeError) as error:
         raise InvalidInput(f"cannot read {source!r}: {error}") from None
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_not_json, parse_float=_finite)
     except RecursionError:
         raise InvalidInput(f"{where} nests objects or lists too deep to read") from None
     except ValueError as error:  # JSONDecodeError, or an integer past Python's digit limit
         reason = str(error).split(";")[0]
         raise InvalidInput(f"{where} is not JSON a plan can hold: {reason}") from None
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON value")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is past the range of a number")
+    return value

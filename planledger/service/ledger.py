@@ -191,7 +191,10 @@ class Ledger(Application[str]):
         if len(objective) > MAX_OBJECTIVE_CHARS:
             raise InvalidInput(f"a goal objective is at most {MAX_OBJECTIVE_CHARS} characters")
         if clean_text(objective) != objective:
-            raise InvalidInput("a goal objective must be plain text (no NUL, valid Unicode)")
+            raise InvalidInput(
+                "a goal objective must be plain text (valid Unicode; no NUL or other control "
+                "character but tab and newline)"
+            )
         return session_view(
             self._update(session_id, self._session, lambda s: s.start_goal(goal_id, objective))
         )

@@ -882,7 +882,7 @@ def bad_requests() -> list[tuple[str, str, str, dict[str, Any], int | None]]:
     lone_surrogate_key = b'{"\\udfff": 1, "title": "t", "steps": []}'
     plan = "/sessions/s/plan"
     return [
-        ("session: not JSON", "POST", "/sessions", {"content": b"{nope", **raw}, 422),
+        ("session: not JSON", "POST", "/sessions", {"content": b"{nope", **raw}, 400),
         ("session: empty", "POST", "/sessions", {"content": b"", **raw}, 422),
         ("session: array", "POST", "/sessions", {"json": [{"session_id": "n1"}]}, 422),
         ("session: null", "POST", "/sessions", {"content": b"null", **raw}, 422),
@@ -908,9 +908,9 @@ def bad_requests() -> list[tuple[str, str, str, dict[str, Any], int | None]]:
         ("mode: null", "PUT", "/sessions/s/mode", {"json": {"mode": None}}, 422),
         ("mode: missing", "PUT", "/sessions/s/mode", {"json": {}}, 422),
         ("mode: string body", "PUT", "/sessions/s/mode", {"json": "plan"}, 422),
-        ("mode: not JSON", "PUT", "/sessions/s/mode", {"content": b"plan", **raw}, 422),
-        ("plan: not JSON", "POST", plan, {"content": b"{not json", **raw}, 422),
-        ("plan: truncated", "POST", plan, {"content": b'{"title": "x"', **raw}, 422),
+        ("mode: not JSON", "PUT", "/sessions/s/mode", {"content": b"plan", **raw}, 400),
+        ("plan: not JSON", "POST", plan, {"content": b"{not json", **raw}, 400),
+        ("plan: truncated", "POST", plan, {"content": b'{"title": "x"', **raw}, 400),
         ("plan: empty", "POST", plan, {"content": b"", **raw}, 422),
         ("plan: array", "POST", plan, {"json": [PLAN_2]}, 422),
         ("plan: string", "POST", plan, {"json": "plan"}, 422),
@@ -959,7 +959,7 @@ def bad_requests() -> list[tuple[str, str, str, dict[str, Any], int | None]]:
             "POST",
             plan,
             {"content": b'{"title": "t", "steps": [], "expected_revision": NaN}', **raw},
-            422,
+            400,
         ),
         (
             "plan: revision huge",

@@ -13,8 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from mcp.server.mcpserver.exceptions import ToolError
 
+from planledger.clients.mcp.tools import build_tools
+from planledger.service import PlanLedger
 from tests.e2e.test_server import running_server
 from tests.faults.support import codex, one_line_error, run
 
@@ -192,3 +196,130 @@ def test_cli_refuses_hostile_input_with_exit_2_in_seconds(tmp_path: Path) -> Non
         assert done.seconds <= ANSWER_WITHIN, f"{what}:\n{done}"
     shown = run(home, database, "plan", "show", "s1", "--json")
     assert shown.returncode == 0 and shown.json()["revision"] == 0, str(shown)
+
+
+# -- values JSON does not have, and terminal control characters ----------------------------------
+
+STEP = b'{"step": "Fix it", "status": "in_progress"}'
+NOT_JSON: dict[str, bytes] = {
+    "NaN": b'{"plan": [' + STEP + b'], "expected_revision": NaN}',
+    "Infinity": b'{"plan": [' + STEP + b'], "expected_revision": Infinity}',
+    "-Infinity": b'{"plan": [{"step": -Infinity, "status": "pending"}]}',
+    "1e400": b'{"plan": [' + STEP + b'], "expected_revision": 1e400}',
+    "-1e400 deep": b'{"plan": [' + STEP + b'], "explanation": [[-1e400]]}',
+}
+CLEAR = "\x1b[2J"
+RETITLE = "\x1b]0;pwned\x07"
+ESCAPED_PLAN: dict[str, Any] = {
+    "title": f"Ship {CLEAR}it",
+    "steps": [{"id": "a", "title": f"Do {RETITLE} a", "status": "in_progress"}],
+}
+EXIT_INVALID = 2
+EXIT_REJECTED = 3
+
+
+def stored_events(database: str) -> int:
+    with sqlite3.connect(database.removeprefix("sqlite:///")) as conn:
+        (count,) = conn.execute("SELECT count(*) FROM stored_events").fetchone()
+    return int(count)
+
+
+def assert_no_escape(text: str, what: str) -> None:
+    for raw in (CLEAR, "\x1b]0;", "\x07", "\x9b"):
+        assert raw not in text, f"{what} prints {raw!r} raw: {text[-500:]!r}"
+
+
+def test_cli_refuses_numbers_json_does_not_have_and_records_nothing(tmp_path: Path) -> None:
+    database = f"sqlite:///{tmp_path / 'ledger.sqlite3'}"
+    home = tmp_path / "home"
+    assert run(home, database, "session", "open", "s1").returncode == 0
+    before = stored_events(database)
+    for what, body in NOT_JSON.items():
+        done = run(home, database, "plan", "update", "s1", stdin=body.decode())
+        assert done.returncode == EXIT_INVALID, f"{what}:\n{done}"
+        assert "not JSON" in one_line_error(done), f"{what}:\n{done}"
+    assert stored_events(database) == before
+    history = run(home, database, "plan", "history", "s1", "--json")
+    assert history.returncode == 0 and history.json()["entries"] == [], str(history)
+
+
+def test_cli_refuses_terminal_escapes_and_prints_none(tmp_path: Path) -> None:
+    database = f"sqlite:///{tmp_path / 'ledger.sqlite3'}"
+    home = tmp_path / "home"
+    assert run(home, database, "session", "open", "s1").returncode == 0
+    done = run(home, database, "plan", "update", "s1", "--json", stdin=json.dumps(ESCAPED_PLAN))
+    assert done.returncode == EXIT_REJECTED, str(done)
+    codes = [v["code"] for v in done.json()["violations"]]
+    assert codes.count("control_character") == 2, codes
+    assert_no_escape(done.stdout + done.stderr, "plan update")
+    human = run(home, database, "plan", "update", "s1", stdin=json.dumps(ESCAPED_PLAN))
+    assert human.returncode == EXIT_REJECTED and "control_character" in human.stdout, str(human)
+    assert_no_escape(human.stdout + human.stderr, "plan update")
+    for args in (("plan", "show", "s1"), ("plan", "history", "s1"), ("session", "list")):
+        shown = run(home, database, *args)
+        assert shown.returncode == 0, str(shown)
+        assert_no_escape(shown.stdout, " ".join(args))
+    assert run(home, database, "plan", "show", "s1", "--json").json()["revision"] == 0
+
+    goal = run(home, database, "goal", "start", "s1", "g1", f"Ship {RETITLE} it")
+    assert goal.returncode == EXIT_INVALID, str(goal)
+    one_line_error(goal)
+    opened = run(home, database, "session", "open", f"s{CLEAR}2")
+    assert opened.returncode == EXIT_INVALID, str(opened)
+    assert_no_escape(opened.stderr, "session open")
+    shown = run(home, database, "session", "show", "s1", "--json")
+    assert shown.returncode == 0 and shown.json()["goals"] == [], str(shown)
+
+
+def test_http_answers_400_to_what_is_not_json_and_records_nothing(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    headers = {"content-type": "application/json"}
+    with running_server(sqlite_url, tmp_path / "home") as server, server.client() as api:
+        assert api.post("/sessions", json={"session_id": "s1"}).status_code == 201
+        before = stored_events(sqlite_url)
+        bodies = {**NOT_JSON, "truncated": b'{"plan": [', "not a value": b'{"plan": nope}'}
+        for what, body in bodies.items():
+            response = api.post("/sessions/s1/plan", content=body, headers=headers)
+            assert response.status_code == 400, (what, response.status_code, response.text)
+            data = assert_json_error(response.status_code, response.content, what)
+            assert data["error"]["code"] == "invalid_json", (what, data)
+        assert stored_events(sqlite_url) == before
+        assert api.get("/sessions/s1/plan/history").json()["entries"] == []
+
+        rejected = api.post("/sessions/s1/plan", json=ESCAPED_PLAN)
+        assert rejected.status_code == 422, rejected.text
+        codes = [v["code"] for v in rejected.json()["violations"]]
+        assert "control_character" in codes, codes
+        assert_no_escape(rejected.text, "POST /sessions/s1/plan")
+        assert api.get("/sessions/s1/plan").json()["revision"] == 0
+        history = api.get("/sessions/s1/plan/history")
+        assert [e["kind"] for e in history.json()["entries"]] == ["proposed", "rejected"]
+
+
+def test_mcp_tools_refuse_what_is_not_json_and_control_characters(
+    sqlite_url: str, new_ledger: Any
+) -> None:
+    service: PlanLedger = new_ledger(sqlite_url)
+    service.open_session("s1")
+    tools = {tool.name: tool for tool in build_tools(service, "s1")}
+    update_plan = tools["update_plan"].fn
+    plan_update = tools["plan_update"].fn
+    step = {"step": "Fix it", "status": "in_progress"}
+    before = stored_events(sqlite_url)
+
+    async def calls() -> None:
+        for value in (float("nan"), float("inf"), float("-inf")):
+            with pytest.raises(ToolError, match="invalid_json"):
+                await update_plan({"plan": [step], "expected_revision": value})
+            with pytest.raises(ToolError, match="invalid_json"):
+                await update_plan({"plan": [{"step": value, "status": "pending"}]})
+        assert stored_events(sqlite_url) == before
+        result = await plan_update(ESCAPED_PLAN)
+        assert result.is_error
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert "control_character" in text
+        assert_no_escape(text, "plan_update")
+
+    anyio.run(calls)
+    assert service.plan("s1").revision == 0

@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
-from domain.errors import ErrorKind, LedgerError
+from domain.errors import ErrorKind, LedgerError, NotJson
 
 STATUS_OF_KIND = {
     ErrorKind.NOT_FOUND: 404,
@@ -22,6 +22,10 @@ STATUS_OF_KIND = {
     ErrorKind.CORRUPT: 409,
     ErrorKind.UNAVAILABLE: 503,
 }
+# A body that is not JSON (malformed, or holding NaN or Infinity, which a lenient parser lets
+# through) is a bad request, not a proposal: 400, and nothing is recorded.
+NOT_JSON = NotJson.code
+STATUS_OF_CODE = {NOT_JSON: 400}
 
 
 class ErrorDetail(BaseModel):
@@ -88,12 +92,16 @@ def install_error_handlers(app: FastAPI, body_limit: int) -> None:
     @app.exception_handler(LedgerError)
     async def _ledger_error(_: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, LedgerError)
-        return error_response(STATUS_OF_KIND[error.kind], error.code, str(error))
+        status = STATUS_OF_CODE.get(error.code, STATUS_OF_KIND[error.kind])
+        return error_response(status, error.code, str(error))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, error: RequestValidationError) -> JSONResponse:
         details = jsonable_errors(error)
         first = details[0] if details else {}
+        if first.get("type") == "json_invalid":
+            reason = first.get("ctx", {}).get("error", "malformed")
+            return error_response(400, NOT_JSON, f"the request body is not JSON: {reason}")
         where = ".".join(str(part) for part in first.get("loc", ()))
         message = f"{where}: {first.get('msg', 'invalid request')}" if where else "invalid request"
         return error_response(422, "invalid_request", message, details)
