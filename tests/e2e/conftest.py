@@ -4,6 +4,7 @@ warm (answered by the warm process), which must give the same answers."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -22,6 +23,9 @@ def warm_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.delenv("PLANLEDGER_NO_WARM")
     before = started_warm_process()
     yield "warm"
+    report = getattr(request.node, "call_report", None)
+    if report is None or not report.passed:
+        return  # skipped or failed: that is the test's own answer
     after = warm_status()
     assert after is not None and after["pid"] == before["pid"], "the warm process went away"
     # The status calls themselves count one: the test's commands count beyond it.
@@ -33,3 +37,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     for path in control.sockets():
         if path.stem in started:
             control.ask(path, "stop")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Keep the outcome of a test's call on the test, for its fixtures' teardown to read."""
+    report = yield
+    if report.when == "call":
+        item.call_report = report  # type: ignore[attr-defined]
+    return report
