@@ -453,8 +453,10 @@ def test_ctrl_c_reaches_the_command_as_it_would_cold(tmp_path: Path, own: dict[s
         else:
             time.sleep(2.0)  # past its imports: it waits on its input
         waiting.send_signal(signal.SIGINT)
-        out, err = waiting.communicate(timeout=30)
-        answers.append((waiting.returncode, out, err))
+        waiting.wait(timeout=30)  # its input stays open: only the interruption ends it
+        assert waiting.stdin and waiting.stdout and waiting.stderr
+        answers.append((waiting.returncode, waiting.stdout.read(), waiting.stderr.read()))
+        waiting.stdin.close()
     assert answers[0] == answers[1]
     assert answers[0][0] == 1 and "interrupted" in answers[0][2]
     assert children_of(status["pid"]) == []

@@ -64,14 +64,21 @@ def serve(key: str) -> None:
                 if time.monotonic() - last_call >= idle_seconds() or not still_ours(path, ours):
                     return
                 continue
+            except OSError:  # out of descriptors, say: callers meanwhile run cold
+                time.sleep(0.1)
+                continue
             last_call = time.monotonic()
-            if os.fork() == 0:
-                try:  # a forked child never returns into this loop, whatever happens
-                    server.close()
-                    child(connection, status)
-                finally:
-                    os._exit(0)
-            connection.close()
+            with connection:
+                try:
+                    forked = os.fork()
+                except OSError:
+                    continue  # the caller sees the connection end untaken and runs cold
+                if forked == 0:
+                    try:  # a forked child never returns into this loop, whatever happens
+                        server.close()
+                        child(connection, status)
+                    finally:
+                        os._exit(0)
             status["served"] += 1
     except Stop:
         return
