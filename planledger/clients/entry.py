@@ -6,6 +6,9 @@ not recognise, goes to the full command line."""
 from __future__ import annotations
 
 import sys
+import time
+
+STARTED = time.monotonic()  # the process's start, near enough: a hook's deadline counts from it
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -18,12 +21,18 @@ def main(argv: list[str] | None = None) -> None:
         code = call(args)
         if code is not None:
             raise SystemExit(code)
-    raise SystemExit(run_here(args))
+    raise SystemExit(run_here(args, started=STARTED))
 
 
-def run_here(args: list[str]) -> int:
-    """Run the command in this process (a one-shot process, or a warm process's child)."""
-    from planledger.clients.fastpath import run_fast
+def run_here(args: list[str], started: float | None = None) -> int:
+    """Run the command in this process (a one-shot process, or a warm process's child);
+    `started`, when given, is when the call began (a hook's deadline counts from it)."""
+    from planledger.clients.fastpath import run_fast, split_database
+
+    if started is not None and split_database(args)[1][:1] == ["hook"]:
+        from planledger.clients.hooks import guard
+
+        guard.call_started = started
 
     code = run_fast(args)
     if code is None:

@@ -56,9 +56,13 @@ def test_http_answers_503_during_an_outage_and_heals_when_it_ends(
         assert api.post("/sessions", json={"session_id": "s1"}).status_code == 201
         assert api.post("/sessions/s1/plan", json=codex(1)).status_code == 200
         proxy.go_down()
+        unsure = []
         for n in (2, 3):  # the pools' connections are gone, then no new one can be made
             response, seconds = timed(api.post, "/sessions/s1/plan", json=codex(n))
             assert_unavailable(response, seconds)
+            # A write's outcome is not known: the answer names the proposal id to retry with.
+            assert "may or may not have been recorded" in response.json()["error"]["message"]
+            unsure.append(response.json()["error"]["details"]["proposal_id"])
             response, seconds = timed(api.get, "/sessions/s1/plan")
             assert_unavailable(response, seconds)
         response, seconds = timed(api.post, "/sessions", json={"session_id": "s2"})
@@ -72,6 +76,10 @@ def test_http_answers_503_during_an_outage_and_heals_when_it_ends(
         assert response.json()["revision"] == 2, response.text  # nothing of the outage stored
         assert api.post("/sessions", json={"session_id": "s2"}).status_code == 201
         assert api.get("/sessions/s1/plan").json()["revision"] == 2
+        retried = api.post("/sessions/s1/plan", json={**codex(2), "proposal_id": unsure[0]})
+        assert (retried.status_code, retried.json()["proposal_id"]) == (200, unsure[0])
+        again = api.post("/sessions/s1/plan", json={**codex(2), "proposal_id": unsure[0]})
+        assert again.json()["revision"] == retried.json()["revision"] == 3  # recorded once
 
         def healthy() -> bool | None:  # the live feed's own connection comes back too
             return True if api.get("/healthz").status_code == 200 else None

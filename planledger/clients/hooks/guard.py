@@ -18,8 +18,9 @@ from types import TracebackType
 DEADLINE_ENV = "PLANLEDGER_HOOK_DEADLINE"
 CONNECT_TIMEOUT = 1.0
 
-# When the caller started (time.monotonic(), one clock for every process of the machine): set
-# by a warm process's child, so that a hook's deadline counts the time the call waited.
+# When the call began (time.monotonic(), one clock for every process of the machine): the
+# process's start, or its caller's for a warm process's child, so that a hook's deadline counts
+# the interpreter's start-up and the time the call waited.
 call_started: float | None = None
 # Called with the exit code before a hook gives up and ends its process (a warm process's child
 # answers its caller there).

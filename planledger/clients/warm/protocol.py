@@ -19,7 +19,8 @@ STANDARD_FDS = 3
 def send_request(connection: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
     data = json.dumps(request).encode() + b"\n"
     sent = socket.send_fds(connection, [data], fds) if fds else connection.send(data)
-    connection.sendall(data[sent:])
+    if sent < len(data):  # (an empty send to a peer that has answered and left would fail)
+        connection.sendall(data[sent:])
 
 
 def receive_request(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:

@@ -186,7 +186,6 @@ def run(connection: socket.socket, request: dict[str, Any], fds: list[int]) -> N
     sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
     sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
     send_line(connection, {"accepted": True, "pid": os.getpid()})
-    guard.call_started = started  # a hook's deadline counts from the caller's start
 
     def answer(code: int) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -199,7 +198,7 @@ def run(connection: socket.socket, request: dict[str, Any], fds: list[int]) -> N
     from planledger.clients.entry import run_here
 
     try:
-        code = run_here(args)
+        code = run_here(args, started=started)  # a hook's deadline counts from the caller's
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else 1
     except KeyboardInterrupt:  # the caller's Ctrl-C, passed on

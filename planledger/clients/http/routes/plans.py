@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 
+from domain.errors import StorageUnavailable
 from planledger.clients.http.bodies import (
     CommittedBody,
     ConflictBody,
@@ -14,7 +16,8 @@ from planledger.clients.http.bodies import (
     SessionId,
 )
 from planledger.clients.http.deps import model_response, service_of
-from planledger.clients.http.errors import ErrorBody
+from planledger.clients.http.errors import ErrorBody, error_response
+from planledger.storage.errors import unavailable_cause
 from projections.compaction import CompactionSnapshot
 from projections.shapes import History, PlanView
 
@@ -37,7 +40,24 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorBody}}
 def propose_plan(request: Request, session_id: SessionId, body: dict[str, Any]) -> Response:
     """Propose a plan in either form (plan_update or update_plan), decided at once."""
     service = service_of(request)
-    decision = service.submit(session_id, body, client="http")
+    given = body.get("proposal_id")
+    proposal_id = given if isinstance(given, str) and given else uuid.uuid4().hex
+    try:
+        decision = service.submit(session_id, body, client="http", proposal_id=proposal_id)
+    except Exception as error:
+        if isinstance(error, StorageUnavailable):
+            cause: str | None = str(error).removeprefix("storage unavailable: ")
+        else:
+            cause = unavailable_cause(error)
+        if cause is None:
+            raise
+        return error_response(
+            503,
+            StorageUnavailable.code,
+            f"storage unavailable: {cause}; the proposal may or may not have been recorded: "
+            "send it again with the same proposal_id (a retry never records it twice)",
+            details={"proposal_id": proposal_id},
+        )
     if decision.status == "committed":
         view = service.plan_after(session_id, decision)
         return model_response(CommittedBody(**decision.model_dump(), plan=view))
