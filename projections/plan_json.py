@@ -50,10 +50,8 @@ def plan_path(home: Path, session_id: str) -> Path:
     return path
 
 
-def write_plan_file(home: Path, view: PlanView) -> Path:
-    """Write to a temporary file in the same folder, flush, fsync, then atomically replace."""
-    path = plan_path(home, view.session_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
+def plan_file_bytes(view: PlanView) -> bytes:
+    """The file's exact content for `view`."""
     document = PlanFile(
         schema_version=SCHEMA_VERSION,
         session_id=view.session_id,
@@ -64,7 +62,23 @@ def write_plan_file(home: Path, view: PlanView) -> Path:
         steps=view.steps,
         updated_at=view.updated_at,
     )
-    data = document.model_dump_json(indent=2).encode()
+    return document.model_dump_json(indent=2).encode()
+
+
+def plan_file_is_current(home: Path, view: PlanView) -> bool:
+    """Whether the session's file holds exactly what `write_plan_file` would write (one read,
+    no parse: a missing, stale or edited file is not current)."""
+    try:
+        return plan_path(home, view.session_id).read_bytes() == plan_file_bytes(view)
+    except OSError:
+        return False
+
+
+def write_plan_file(home: Path, view: PlanView) -> Path:
+    """Write to a temporary file in the same folder, flush, fsync, then atomically replace."""
+    path = plan_path(home, view.session_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = plan_file_bytes(view)
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".plan.", suffix=".tmp")
     try:
         os.fchmod(descriptor, 0o644)

@@ -328,8 +328,14 @@ class PlanLedger:
         self._change_signal().start()
 
     def sync_files(self) -> int:
-        """Bring every plan.json file up to the views now (the background back-fill)."""
+        """Write the plan.json files of the views changed since the files' position (the
+        background back-fill)."""
         return self.files.sync() if self.files is not None else 0
+
+    def repair_files(self, on_page: Callable[[int], None] | None = None) -> int:
+        """Rewrite every plan.json file that is missing or differs from its view, whatever
+        the files' position says (`projections rebuild`, `sync-files`); how many were."""
+        return self.files.repair(on_page=on_page) if self.files is not None else 0
 
     def _change_signal(self) -> ChangeSignal:
         with self._signal_lock:

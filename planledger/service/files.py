@@ -3,14 +3,15 @@ in the background, never on a command's path; a failure is a warning, never a fa
 
 The default store writes `<home>/sessions/<id>/plan.json`; any other database writes under
 `<home>/stores/<key>/`, `key` = 12 hex chars of the SHA-256 of its URL without the password, so
-two databases never overwrite each other's files. A tracking row per folder records how far the
-files follow the views.
+two databases never overwrite each other's files. A position file per folder records how far
+the files follow the views; `repair` compares every file with its view whatever that says.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 
 from planledger.storage.file_paths import (
@@ -22,12 +23,13 @@ from planledger.storage.file_paths import (
 )
 from planledger.storage.settings import DatabaseSettings
 from planledger.storage.views import ViewStore
-from projections.plan_json import plan_path, write_plan_file
+from projections.plan_json import plan_file_is_current, plan_path, write_plan_file
 from projections.runner import VIEWS
 from projections.shapes import PlanView
 
 MAX_WARNINGS = 20
 FOLLOW_INTERVAL = 1.0  # seconds: the commits of one interval cost one pass over the files
+REPAIR_PAGE = 500  # views held at once by a pass over every file
 
 
 class PlanFiles:
@@ -65,6 +67,27 @@ class PlanFiles:
         write_position(self.marker, views_at)
         self.warnings.clear()
         return len(changed)
+
+    def repair(
+        self, page_size: int = REPAIR_PAGE, on_page: Callable[[int], None] | None = None
+    ) -> int:
+        """Compare every session's file with its view (read a page at a time, `on_page` told
+        each page's size) and rewrite each one missing, stale or edited, whatever the position
+        says; returns how many were written. A corrupt session's file is left as `sync` leaves
+        it. The position is then the views' (a store replaced under the home included)."""
+        views_at = self.views.position(VIEWS)
+        written, after = 0, ""
+        while page := self.views.views_page(after, page_size):
+            for view in page:
+                if not plan_file_is_current(self.root, view):
+                    write_plan_file(self.root, view)
+                    written += 1
+            after = page[-1].session_id
+            if on_page is not None:
+                on_page(len(page))
+        write_position(self.marker, views_at)
+        self.warnings.clear()
+        return written
 
     def settle(self) -> None:
         """At the end of a command: if the only views that changed since the files' position

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -68,9 +70,26 @@ def write_position(marker: Path, position: int) -> None:
     os.replace(temporary, marker)
 
 
+@contextmanager
+def files_lock(root: Path, wait: bool) -> Iterator[bool]:
+    """Hold the lock of one pass over the files under `root` (True), or, without `wait`, give
+    up at once while another pass holds it (False)."""
+    import fcntl
+
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / ".sync.lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+
+
 def spawn_back_fill(root: Path, database: DatabaseSettings) -> None:
-    """`planledger projections sync-files` as a detached background process, unless one was
-    started moments ago (commands that close together start one, not a herd)."""
+    """`planledger projections sync-files --changed` (the views changed since the files'
+    position) as a detached background process, unless one was started moments ago (commands
+    that close together start one, not a herd)."""
     started = root / ".sync.started"
     try:
         if time.time() - started.stat().st_mtime < BACK_FILL_GAP_SECONDS:
@@ -83,9 +102,10 @@ def spawn_back_fill(root: Path, database: DatabaseSettings) -> None:
     except OSError:
         return  # a home it cannot write to: a back-fill could not write either
     env = {**os.environ, "PLANLEDGER_DATABASE_URL": database.url}
+    command = ["projections", "sync-files", "--changed"]
     subprocess.Popen(
         # -P: never import from the caller's folder (a project's own `domain` package)
-        [sys.executable, "-P", "-m", "planledger.clients.entry", "projections", "sync-files"],
+        [sys.executable, "-P", "-m", "planledger.clients.entry", *command],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

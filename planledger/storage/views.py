@@ -219,6 +219,22 @@ class ViewStore(ABC):
         )
         return [row[0] for row in rows]
 
+    def views_page(self, after: str, limit: int) -> list[PlanView]:
+        """At most `limit` views of sessions that are not corrupt, the first after session
+        `after` in id order (a pass over every view holds one page at a time)."""
+        p = self.placeholder
+        rows = self._query(
+            "SELECT view FROM planledger_plan_views WHERE corrupt IS NULL "
+            f"AND session_id > {p} ORDER BY session_id LIMIT {p}",
+            (after, limit),
+        )
+        return [PlanView.model_validate(json_value(row[0])) for row in rows]
+
+    def view_count(self) -> int:
+        """How many sessions have a view that is not corrupt."""
+        rows = self._query("SELECT COUNT(*) FROM planledger_plan_views WHERE corrupt IS NULL")
+        return int(rows[0][0])
+
     def history(self, session_id: str) -> list[HistoryEntry]:
         rows = self._query(
             "SELECT entry FROM planledger_plan_history WHERE session_id = "

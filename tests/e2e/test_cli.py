@@ -342,6 +342,43 @@ def test_plan_json_follows_updates_and_rebuild(cli: Cli) -> None:
     assert cli.json("plan", "show", "s1")["revision"] == 1
 
 
+def two_plan_files(cli: Cli) -> list[Path]:
+    """Sessions s1 and s2, each with a plan; their plan.json paths."""
+    for sid in ("s1", "s2"):
+        assert cli("session", "open", sid).returncode == 0
+        assert cli("plan", "update", sid, stdin=json.dumps(PLAN)).returncode == 0
+    return [cli.home / "sessions" / sid / "plan.json" for sid in ("s1", "s2")]
+
+
+def test_rebuild_rewrites_a_deleted_plan_json(cli: Cli) -> None:
+    s1, s2 = two_plan_files(cli)
+    kept = s2.read_text()
+    s1.unlink()
+    rebuilt = cli("projections", "rebuild")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert "1 plan.json file(s) written" in rebuilt.stdout
+    assert json.loads(s1.read_text())["revision"] == 1
+    assert s2.read_text() == kept
+
+
+def test_sync_files_restores_a_deleted_and_a_stale_plan_json(cli: Cli) -> None:
+    s1, s2 = two_plan_files(cli)
+    good = s1.read_text()
+    s2.unlink()
+    synced = cli("projections", "sync-files")
+    assert synced.returncode == 0, synced.stderr
+    assert "1 plan.json file(s) written" in synced.stdout
+    assert json.loads(s2.read_text())["revision"] == 1
+
+    edited = json.loads(good)
+    edited["title"] = "Edited by hand"
+    s1.write_text(json.dumps(edited, indent=2))  # same revision, other content
+    synced = cli("projections", "sync-files")
+    assert "1 plan.json file(s) written" in synced.stdout
+    assert s1.read_text() == good
+    assert "0 plan.json file(s) written" in cli("projections", "sync-files").stdout
+
+
 def test_plan_json_per_store_and_back_filled_off_the_command_path(
     tmp_path: Path, postgres_url: str
 ) -> None:

@@ -21,6 +21,7 @@ from planledger.storage.views import open_store
 from projections.plan_json import read_plan_file
 from projections.plan_view import plan_view
 from projections.runner import VIEWS, ProjectionRunner, StaleBatch, event_rows
+from projections.shapes import CorruptMark
 from tests.integration.storage import read_state
 
 PLAN_CREATED = "domain.plan:Plan.PlanCreated"
@@ -370,6 +371,32 @@ def test_plan_json_files_follow_the_views(ledger: PlanLedger, tmp_path: Path) ->
     ledger.submit("s1", plan("c", "a", "b"))
     assert files.sync() == 1
     assert read_plan_file(files.root, "s1").revision == 3
+
+
+def test_repairing_the_files_rewrites_every_missing_or_stale_one(
+    ledger: PlanLedger, tmp_path: Path
+) -> None:
+    """The position says the files are up to date; a file deleted or edited by hand is
+    rewritten all the same, page by page, and a corrupt session's file is left alone."""
+    ledger.open_session("s3")
+    ledger.submit("s3", plan("x"))
+    files = PlanFiles(tmp_path, ledger.database, ledger.views)
+    assert files.sync() == 3
+    assert files.sync() == 0
+    files.path("s1").unlink()
+    good = files.path("s2").read_bytes()
+    files.path("s2").write_bytes(good.replace(b'"T"', b'"edited"'))
+    ledger.views.mark_corrupt("s3", CorruptMark(rule="r", position=1, message="m"))
+    files.path("s3").unlink()
+    assert files.sync() == 0  # the position alone does not see them
+    pages: list[int] = []
+    assert files.repair(page_size=1, on_page=pages.append) == 2
+    assert pages == [1, 1]  # s1 and s2, one per page; s3 is corrupt: not written
+    assert read_plan_file(files.root, "s1").revision == 2
+    assert files.path("s2").read_bytes() == good
+    assert not files.path("s3").exists()
+    assert files.repair() == 0
+    assert ledger.views.view_count() == 2  # a progress bar's total: s3 is not counted
 
 
 def test_a_command_settles_the_files_without_reading_other_views(

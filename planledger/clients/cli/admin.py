@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,7 +23,13 @@ from planledger.clients.exits import (
     EXIT_FAILED,
 )
 from planledger.service import open_planledger
+from planledger.storage.file_paths import files_lock
 from planledger.storage.settings import database_settings
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from planledger.service.files import PlanFiles
 
 projections_app = typer.Typer(
     help="The read side: views and plan.json files.", no_args_is_help=True
@@ -33,25 +39,17 @@ app.add_typer(projections_app, name="projections")
 
 @projections_app.command("rebuild")
 def projections_rebuild() -> None:
-    """Drop every view and rebuild it from the events, with a progress bar.
+    """Drop every view and rebuild it from the events, with a progress bar; then rewrite every
+    plan.json file that is missing or differs from its view.
 
     Every rule is re-checked on the way: exit 1 naming each session whose history breaks one
-    (its plan is then never shown; the other sessions are rebuilt).
+    (its plan is then never shown, its file never written; the other sessions are rebuilt).
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    runner = service().runner
+    runner, files = service().runner, service().files
     total = service().views.max_notification_id()
     counted = 0
     started = time.perf_counter()
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=False,
-    ) as progress:
+    with progress_bars() as progress:
         task = progress.add_task("rebuilding views", total=total or None)
 
         def advance(events: int, position: int) -> None:
@@ -61,9 +59,12 @@ def projections_rebuild() -> None:
 
         position = runner.rebuild(advance)
         progress.update(task, completed=position, total=position or 1)
-    elapsed = time.perf_counter() - started
+        elapsed = time.perf_counter() - started
+        written = repaired_files(files, progress) if files is not None else 0
     rate = counted / elapsed if elapsed > 0 else 0.0
     out.print(f"rebuilt the views from {counted} events in {elapsed:.2f} s ({rate:,.0f} events/s)")
+    if files is not None:
+        out.print(f"{written} plan.json file(s) written under {files.root}")
     if runner.corrupt:
         for error in runner.corrupt.values():
             err.print(f"planledger: corrupt: {error}", markup=False)
@@ -71,23 +72,55 @@ def projections_rebuild() -> None:
 
 
 @projections_app.command("sync-files")
-def projections_sync_files() -> None:
-    """Bring every plan.json file under PLANLEDGER_HOME up to the views (the back-fill that
-    commands start in the background on a fresh home; safe to run any time)."""
-    import fcntl
-
+def projections_sync_files(
+    changed: Annotated[
+        bool,
+        typer.Option(
+            "--changed",
+            hidden=True,
+            help="Only the views changed since the files' position (the background back-fill).",
+        ),
+    ] = False,
+) -> None:
+    """Compare every plan.json file under PLANLEDGER_HOME with its session's view and rewrite
+    each one missing or stale, with a progress bar (safe to run any time). Commands start a
+    lighter one in the background, of the views changed since the files' position."""
     files = service().files
     if files is None:
         return
-    files.may_spawn = False
-    files.root.mkdir(parents=True, exist_ok=True)
-    with (files.root / ".sync.lock").open("w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return  # another back-fill is running
-        written = service().sync_files()
+    files.may_spawn = False  # a back-fill never starts another
+    if changed:
+        with files_lock(files.root, wait=False) as locked:
+            if not locked:
+                return  # another back-fill is running
+            written = service().sync_files()
+    else:
+        with progress_bars() as progress:
+            written = repaired_files(files, progress)
     out.print(f"{written} plan.json file(s) written under {files.root}")
+
+
+def progress_bars() -> Progress:
+    """Progress bars on stderr, left in place when done."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    return Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    )
+
+
+def repaired_files(files: PlanFiles, progress: Progress) -> int:
+    """Every missing or stale plan.json file rewritten, with a bar, once a back-fill running
+    has finished; how many."""
+    files.may_spawn = False  # the files are brought up here: no back-fill on closing
+    with files_lock(files.root, wait=True):
+        task = progress.add_task("checking plan.json files", total=service().views.view_count())
+        return service().repair_files(lambda checked: progress.advance(task, checked))
 
 
 @app.command("serve")
