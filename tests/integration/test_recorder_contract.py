@@ -58,12 +58,14 @@ class TestViewsSQLiteRecorder(ApplicationRecorderTestCase[ViewsSQLiteRecorder]):
     def setUp(self) -> None:
         self.folder = TemporaryDirectory()
         self.datastore = SQLiteDatastore(str(Path(self.folder.name) / "events.sqlite3"))
+        self.threads_before = set(threading.enumerate())
 
     def tearDown(self) -> None:
         # The library's concurrency test leaves its reader threads to finish on their own:
-        # closing the file under a reader still inside SQLite would crash the interpreter.
-        for thread in threading.enumerate():
-            if thread is not threading.main_thread() and thread.name.startswith("Thread-"):
+        # closing the file under a reader still inside SQLite would crash the interpreter. Only
+        # this test's threads are waited for (earlier tests' threads are not its business).
+        for thread in set(threading.enumerate()) - self.threads_before:
+            if thread.name.startswith("Thread-"):
                 thread.join(timeout=30)
         self.datastore.close()
         self.folder.cleanup()
