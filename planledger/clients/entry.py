@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> None:
     if warm.enabled() and warm.eligible(args):
         from planledger.clients.warm.client import call
 
-        code = call(args)
+        code = call(args, STARTED)
         if code is not None:
             raise SystemExit(code)
     raise SystemExit(run_here(args, started=STARTED))

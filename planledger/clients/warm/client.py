@@ -7,7 +7,6 @@ import os
 import signal
 import socket
 import sys
-import time
 from types import FrameType
 from typing import Any
 
@@ -21,9 +20,14 @@ HOOK_MARGIN_SECONDS = 2.0
 EXIT_UNAVAILABLE = 5
 
 
-def call(args: list[str]) -> int | None:
+def call(args: list[str], started: float) -> int | None:
     """Run `args` in the warm process and return its exit code; None when it did not run
-    them (then it is started for next time, and the caller runs the command itself)."""
+    them (then it is started for next time, and the caller runs the command itself).
+    `started` is when this caller began (time.monotonic()): a hook's deadline counts from it."""
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return None  # a folder that is gone: the command says so itself
     key = code_key()
     path = socket_path(key)
     if not private_folder(path.parent):
@@ -42,10 +46,10 @@ def call(args: list[str]) -> int | None:
         request = {
             "op": "run",
             "args": args,
-            "cwd": os.getcwd(),
+            "cwd": cwd,
             "env": dict(os.environ),
             "umask": current_umask(),
-            "started": time.monotonic(),
+            "started": started,
         }
         lines = Lines(connection)
         try:
