@@ -14,6 +14,7 @@ import datetime as dt
 import json
 import os
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -212,3 +213,12 @@ def write_result(path: Path, document: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=2, default=str) + "\n")
     print(f"wrote {path}")
+
+
+def planledger() -> str:
+    """The installed `planledger` command (beside this interpreter, else on PATH)."""
+    beside = Path(sys.executable).parent / "planledger"
+    found = str(beside) if beside.exists() else shutil.which("planledger")
+    if not found:
+        raise SystemExit("the `planledger` command is not installed (pip install -e .)")
+    return found

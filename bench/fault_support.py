@@ -16,7 +16,6 @@ import socket
 import sqlite3
 import struct
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -26,6 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from common import planledger
 
 LINGER_RESET = struct.pack("ii", 1, 0)  # close with a RST, as a crashed host does
 SCRUBBED = (
@@ -38,14 +39,6 @@ SCRUBBED = (
 )
 HUMAN_COMMITTED = re.compile(r"^committed revision (\d+)", re.M)
 HUMAN_REJECTED = re.compile(r"^rejected \(plan stays at revision (\d+)\)", re.M)
-
-
-def planledger() -> str:
-    beside = Path(sys.executable).parent / "planledger"
-    found = str(beside) if beside.exists() else shutil.which("planledger")
-    if not found:
-        raise SystemExit("the `planledger` command is not installed (pip install -e .)")
-    return found
 
 
 def codex_plan(text: str, valid: bool = True) -> str:

@@ -26,7 +26,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -36,18 +35,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from common import planledger
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "bench" / "results" / "hook_latency.json"
 SESSION = "bench-0bdbfa06"
 STEPS = ["Reproduce the failure", "Fix the parser", "Run the suite"]
-
-
-def planledger() -> str:
-    beside = Path(sys.executable).parent / "planledger"
-    found = str(beside) if beside.exists() else shutil.which("planledger")
-    if not found:
-        raise SystemExit("the `planledger` command is not installed (pip install -e .)")
-    return found
 
 
 class Events:

@@ -166,10 +166,15 @@ def wait_until(
 
 
 def spawn_server(
-    database: str, home: Path, logs: Path | None = None, env: dict[str, str] | None = None
+    database: str,
+    home: Path,
+    logs: Path | None = None,
+    env: dict[str, str] | None = None,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> Server:
     """`planledger --database URL serve --port P` on a free loopback port (not waited for);
-    its output goes to a file in `logs` (default: `home`, created if need be)."""
+    its output goes to a file in `logs` (default: `home`, created if need be); `preexec_fn`
+    runs in the server's process before it starts (a resource limit, say)."""
     if logs is None:
         home.mkdir(parents=True, exist_ok=True)
     logs = logs or home
@@ -181,6 +186,7 @@ def spawn_server(
             stdout=sink,
             stderr=subprocess.STDOUT,
             env=environment(home, **(env or {})),
+            preexec_fn=preexec_fn,
         )
     return Server(f"http://127.0.0.1:{port}", process, log)
 

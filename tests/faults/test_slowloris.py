@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import resource
 import socket
-import subprocess
-import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -17,9 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.test_cli import planledger_command
-from tests.e2e.test_server import Server, free_port, stop
-from tests.faults.support import environment, healthy_within, wait_until
+from tests.e2e.test_server import Server, stop
+from tests.faults.support import healthy_within, spawn_server, wait_until
 
 pytestmark = pytest.mark.faults
 
@@ -36,24 +33,18 @@ def low_open_files_limit() -> None:
 
 @contextmanager
 def limited_server(database: str, home: Path) -> Iterator[Server]:
-    home.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    log = home / f"serve-{port}-{uuid.uuid4().hex[:6]}.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [planledger_command(), "--database", database, "serve", "--port", str(port)],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            env=environment(home, PLANLEDGER_HEADER_TIMEOUT=HEAD_TIMEOUT),
-            preexec_fn=low_open_files_limit,
-        )
-    server = Server(f"http://127.0.0.1:{port}", process, log)
+    server = spawn_server(
+        database,
+        home,
+        env={"PLANLEDGER_HEADER_TIMEOUT": HEAD_TIMEOUT},
+        preexec_fn=low_open_files_limit,
+    )
     try:
         problem = healthy_within(server)
         assert problem is None, problem
         yield server
     finally:
-        stop(process)
+        stop(server.process)
 
 
 def half_open(port: int, head: bytes = PARTIAL_HEAD) -> socket.socket:
