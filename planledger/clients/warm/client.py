@@ -10,14 +10,14 @@ import sys
 from types import FrameType
 from typing import Any
 
+from planledger.clients.exits import EXIT_UNAVAILABLE
+from planledger.clients.hooks.guard import deadline_seconds
 from planledger.clients.warm.identity import code_key, private_folder, socket_path
 from planledger.clients.warm.protocol import Lines, send_request
 
 ACCEPT_SECONDS = 5.0  # a warm process forks at once: this only bounds a wedged one
-HOOK_DEADLINE_ENV = "PLANLEDGER_HOOK_DEADLINE"
 HOOK_DEADLINE_SECONDS = 25.0  # the longest default of the hook handlers
 HOOK_MARGIN_SECONDS = 2.0
-EXIT_UNAVAILABLE = 5
 
 
 def call(args: list[str], started: float) -> int | None:
@@ -140,11 +140,7 @@ def with_proposal_id(args: list[str]) -> list[str]:
 def hook_seconds() -> float:
     """How long a hook's caller waits for the warm process: past the hook's own deadline (the
     warm process gives up by then) by a margin."""
-    try:
-        seconds = float(os.environ.get(HOOK_DEADLINE_ENV, ""))
-    except ValueError:
-        seconds = 0.0
-    return (seconds if seconds > 0 else HOOK_DEADLINE_SECONDS) + HOOK_MARGIN_SECONDS
+    return deadline_seconds(HOOK_DEADLINE_SECONDS) + HOOK_MARGIN_SECONDS
 
 
 @contextlib.contextmanager
