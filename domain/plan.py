@@ -4,60 +4,32 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Literal
+from typing import Any
 
-from domain import rules
 from domain.base import Aggregate, Created, Event
 from domain.errors import CorruptHistory
 from domain.forms import ParsedProposal
-from domain.models import Form, Frozen, PlanSnapshot, Policy, TaskOperation, Violation
+from domain.models import PlanSnapshot, Policy, TaskOperation, Violation
+from domain.plan_state import (
+    SUPERSEDED,
+    Outcome,
+    PendingProposal,
+    PlanState,
+    check_created,
+    check_next,
+    evaluate,
+    follows,
+    plan_created,
+    record_commit,
+    record_proposal,
+    record_rejection,
+)
 from domain.tasks import apply_operation
 from domain.text import clean_text
-
-OutcomeStatus = Literal["pending", "committed", "rejected"]
-
-# Outcomes remembered for idempotent retries. Bounded, so that a long session does not make
-# every load slower: a retry is expected within moments, not hundreds of proposals later.
-REMEMBERED_OUTCOMES = 256
-
-
-class PendingProposal(Frozen):
-    """A recorded proposal not yet decided (`operation`: a task-form proposal's operation)."""
-
-    proposal_id: str
-    form: Form | None
-    candidate: PlanSnapshot | None
-    expected_revision: int | None
-    shape_violations: tuple[Violation, ...]
-    fingerprint: str
-    proposed_at: datetime
-    operation: TaskOperation | None = None
-
-
-class Outcome(Frozen):
-    """What became of a proposal; kept so a retry with the same id gets the same answer."""
-
-    fingerprint: str
-    status: OutcomeStatus
-    revision: int | None = None
-    violations: tuple[Violation, ...] = ()
-
 
 # The proposal `decide` has just judged, until its commit is applied: an instance attribute
 # that never outlives the call, so no snapshot holds it.
 JUDGED = "_judged"
-
-TOOL_OF_POLICY = {
-    Policy.STRICT: "plan_update",
-    Policy.REPLACE: "update_plan",
-    Policy.TASKS: "TaskCreate / TaskUpdate",
-}
-
-SUPERSEDED = Violation(
-    code="superseded",
-    message="A newer proposal replaced this one before it was decided.",
-)
 
 
 class Plan(Aggregate):
@@ -78,8 +50,25 @@ class Plan(Aggregate):
     class PlanCreated(Created):
         session_id: str
 
+        def mutate(self, aggregate: Any) -> Any:
+            check_created(self.session_id, self.originator_version, aggregate is not None)
+            return super().mutate(aggregate)
+
     @dataclass(frozen=True)
-    class PlanProposed(Event):
+    class PlanEvent(Event):
+        """A plan event after its creation: it must come next in the plan's stream."""
+
+        def mutate(self, aggregate: Any) -> Any:
+            check_next(
+                self.originator_id.removeprefix("plan:"),
+                self.originator_version,
+                aggregate is not None,
+                aggregate.version if aggregate is not None else None,
+            )
+            return super().mutate(aggregate)
+
+    @dataclass(frozen=True)
+    class PlanProposed(PlanEvent):
         proposal_id: str
         form: str | None
         candidate: PlanSnapshot | None
@@ -91,107 +80,45 @@ class Plan(Aggregate):
         operation: TaskOperation | None = None
 
         def apply(self, aggregate: Plan) -> None:
-            aggregate.fail_unless(
-                aggregate.pending is None,
+            record_proposal(
+                aggregate,
                 self.originator_version,
-                "undecided_proposal",
-                f"proposal {self.proposal_id!r} was recorded while "
-                f"{aggregate.pending.proposal_id if aggregate.pending else ''!r} was undecided",
-            )
-            aggregate.fail_unless(
-                self.proposal_id not in aggregate.outcomes,
-                self.originator_version,
-                "proposal_id_reused",
-                f"proposal id {self.proposal_id!r} was recorded twice",
-            )
-            form = Form(self.form) if self.form else None
-            aggregate.pending = PendingProposal(
                 proposal_id=self.proposal_id,
-                form=form,
+                form=self.form,
                 candidate=self.candidate,
                 expected_revision=self.expected_revision,
-                shape_violations=tuple(self.shape_violations),
                 fingerprint=self.fingerprint,
+                shape_violations=self.shape_violations,
                 proposed_at=self.timestamp,
                 operation=self.operation,
             )
-            aggregate.outcomes[self.proposal_id] = Outcome(
-                fingerprint=self.fingerprint, status="pending"
-            )
-            while len(aggregate.outcomes) > REMEMBERED_OUTCOMES:
-                del aggregate.outcomes[next(iter(aggregate.outcomes))]  # the oldest
 
     @dataclass(frozen=True)
-    class PlanCommitted(Event):
+    class PlanCommitted(PlanEvent):
         proposal_id: str
         revision: int
         snapshot: PlanSnapshot
 
         def apply(self, aggregate: Plan) -> None:
-            position = self.originator_version
-            just_judged = aggregate.__dict__.pop(JUDGED, None)
-            pending = aggregate.require_pending(self.proposal_id, position)
-            judged = just_judged is pending
-            aggregate.fail_unless(
-                self.revision == aggregate.revision + 1,
-                position,
-                "revision_sequence",
-                f"commit says revision {self.revision} but follows revision {aggregate.revision}",
-            )
-            aggregate.fail_unless(
-                pending.candidate is self.snapshot or pending.candidate == self.snapshot,
-                position,
-                "snapshot_mismatch",
-                f"the committed snapshot differs from proposal {self.proposal_id!r}",
-            )
-            aggregate.fail_unless(
-                pending.form is not None,
-                position,
-                "missing_form",
-                f"proposal {self.proposal_id!r} was committed without a form",
-            )
             # A commit `decide` has just judged is not judged twice; replay judges every one.
-            violations = [] if judged else aggregate.evaluate(pending, session_goals=None)
-            if violations:
-                first = violations[0]
-                raise CorruptHistory(aggregate.session_id, position, first.code, first.message)
-            assert pending.form is not None
-            # The first commit fixes the policy; proposals before it (rejected, superseded,
-            # undecided) fix nothing.
-            policy = aggregate.policy or Policy.for_form(pending.form)
-            aggregate.policy = policy
-            aggregate.revision = self.revision
-            aggregate.snapshot = self.snapshot
-            if policy == Policy.STRICT:
-                known = set(aggregate.accepted_ids)
-                aggregate.accepted_ids += [s.id for s in self.snapshot.steps if s.id not in known]
-            aggregate.pending = None
-            aggregate.outcomes[self.proposal_id] = Outcome(
-                fingerprint=pending.fingerprint, status="committed", revision=self.revision
+            judged = aggregate.__dict__.pop(JUDGED, None)
+            record_commit(
+                aggregate,
+                self.originator_version,
+                self.proposal_id,
+                self.revision,
+                self.snapshot,
+                judged=judged is not None and judged is aggregate.pending,
             )
 
     @dataclass(frozen=True)
-    class PlanRejected(Event):
+    class PlanRejected(PlanEvent):
         proposal_id: str
         violations: tuple[Violation, ...]
 
         def apply(self, aggregate: Plan) -> None:
-            position = self.originator_version
-            pending = aggregate.require_pending(self.proposal_id, position)
-            aggregate.fail_unless(
-                bool(self.violations),
-                position,
-                "rejection_without_violation",
-                f"proposal {self.proposal_id!r} was rejected without a reason",
-            )
-            violations = tuple(self.violations)
-            aggregate.pending = None
-            aggregate.last_rejection = (self.proposal_id, violations)
-            aggregate.outcomes[self.proposal_id] = Outcome(
-                fingerprint=pending.fingerprint,
-                status="rejected",
-                revision=aggregate.revision,
-                violations=violations,
+            record_rejection(
+                aggregate, self.originator_version, self.proposal_id, tuple(self.violations)
             )
 
     # -- commands ---------------------------------------------------------------------------
@@ -237,7 +164,7 @@ class Plan(Aggregate):
         """Commit or reject the pending proposal; returns its outcome."""
         assert self.pending is not None, "decide() needs a pending proposal"
         pending = self.pending
-        violations = self.evaluate(pending, session_goals)
+        violations = evaluate(self, pending, session_goals)
         if violations:
             self.trigger_event(
                 self.PlanRejected, proposal_id=pending.proposal_id, violations=tuple(violations)
@@ -253,66 +180,41 @@ class Plan(Aggregate):
             )
         return self.outcomes[pending.proposal_id]
 
-    # -- rules ------------------------------------------------------------------------------
 
-    def evaluate(
-        self, pending: PendingProposal, session_goals: Collection[str] | None
-    ) -> list[Violation]:
-        """Every violation of the proposal against the current state (goals skipped if None)."""
-        violations = list(pending.shape_violations)
-        if pending.form is not None:
-            # Before the first commit no policy is fixed: the proposal is held to its own form's.
-            policy = self.policy or Policy.for_form(pending.form)
-            if Policy.for_form(pending.form) != policy:
-                violations.append(
-                    Violation(
-                        code="policy_mismatch",
-                        message=f"This plan uses the {policy} policy ({TOOL_OF_POLICY[policy]}); "
-                        "send the update in that form.",
-                    )
-                )
-            elif pending.form is Form.TASK:
-                violations += self._evaluate_operation(pending, policy)
-            elif pending.candidate is not None:
-                violations += rules.check_snapshot(policy, pending.candidate)
-                violations += rules.check_transition(
-                    policy, self.snapshot, self.accepted_ids, pending.candidate
-                )
-                if session_goals is not None:
-                    violations += rules.check_goal(pending.candidate.goal_id, session_goals)
-        violations += rules.check_revision(pending.expected_revision, self.revision)
-        return violations
-
-    def _evaluate_operation(self, pending: PendingProposal, policy: Policy) -> list[Violation]:
-        """A task operation applied to the committed list, and the list it makes judged. The
-        recorded candidate must be that list (a recorded one that is not was edited)."""
-        if pending.operation is None:
-            return [Violation(code="missing_field", message="A task proposal needs an `op`.")]
-        made, violations = apply_operation(self.snapshot, pending.operation)
-        if made is None:
-            return violations
-        if pending.candidate != made:
-            violations.append(
-                Violation(
-                    code="snapshot_mismatch",
-                    message="The recorded list is not what the operation makes of the plan.",
-                )
-            )
-        violations += rules.check_snapshot(policy, made)
-        violations += rules.check_transition(policy, self.snapshot, self.accepted_ids, made)
-        return violations
-
-    def require_pending(self, proposal_id: str, position: int) -> PendingProposal:
-        pending = self.pending
-        if pending is None or pending.proposal_id != proposal_id:
-            raise CorruptHistory(
-                self.session_id,
-                position,
-                "unknown_proposal",
-                f"decision for {proposal_id!r}, which is not the undecided proposal",
-            )
-        return pending
-
-    def fail_unless(self, ok: bool, position: int, rule: str, message: str) -> None:
-        if not ok:
-            raise CorruptHistory(self.session_id, position, rule, message)
+def apply_to_state(
+    plan: PlanState | None, session_id: str, event: Event, judged: bool = False
+) -> tuple[PlanState | None, PlanSnapshot | None]:
+    """`event` applied to a plan's facts by the rules (domain.plan_state), as the aggregate
+    applies it: the facts after it and, for a commit, the plan it replaced (None otherwise).
+    Raises CorruptHistory, also for an event that is not the plan's."""
+    position = event.originator_version
+    if isinstance(event, Plan.PlanCreated):
+        return plan_created(session_id, position, plan), None
+    if isinstance(event, Plan.PlanProposed):
+        plan = follows(plan, session_id, position)
+        record_proposal(
+            plan,
+            position,
+            proposal_id=event.proposal_id,
+            form=event.form,
+            candidate=event.candidate,
+            expected_revision=event.expected_revision,
+            fingerprint=event.fingerprint,
+            shape_violations=event.shape_violations,
+            proposed_at=event.timestamp,
+            operation=event.operation,
+        )
+        return plan, None
+    if isinstance(event, Plan.PlanCommitted):
+        plan = follows(plan, session_id, position)
+        before = record_commit(
+            plan, position, event.proposal_id, event.revision, event.snapshot, judged=judged
+        )
+        return plan, before
+    if isinstance(event, Plan.PlanRejected):
+        plan = follows(plan, session_id, position)
+        record_rejection(plan, position, event.proposal_id, tuple(event.violations))
+        return plan, None
+    raise CorruptHistory(
+        session_id, position, "unreadable_event", f"a {type(event).__name__} in a plan's stream"
+    )

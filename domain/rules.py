@@ -40,8 +40,24 @@ def too_many_steps(count: int, checked: int | None = None) -> Violation:
     )
 
 
+# The last snapshot checked, its policy and its violations: a snapshot is immutable, so the
+# same object under the same policy has the same violations (a replay meets a commit's
+# snapshot as the very object of its proposal's candidate, checked just before).
+_last_checked: tuple[Policy | None, PlanSnapshot | None, tuple[Violation, ...]] = (None, None, ())
+
+
 def check_snapshot(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
     """Rules a single snapshot must meet on its own (spec rules 1-6, 9 and the bounds)."""
+    global _last_checked
+    last_policy, last_snapshot, last_problems = _last_checked
+    if snapshot is last_snapshot and policy is last_policy:
+        return list(last_problems)
+    problems = _check_snapshot(policy, snapshot)
+    _last_checked = (policy, snapshot, tuple(problems))
+    return problems
+
+
+def _check_snapshot(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
     problems: list[Violation] = []
     title = snapshot.title or ""
     if policy is Policy.STRICT and not title.strip():

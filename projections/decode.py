@@ -19,12 +19,20 @@ same JSON, so this changes no result (and equal values then compare at once).
 
 from __future__ import annotations
 
+import functools
 from collections import deque
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Callable, Collection
+from datetime import datetime
+from typing import Any, Literal, NotRequired
 
-from eventsourcing.persistence import JSONTranscoder, Mapper, Transcoder, Transcoding
+from eventsourcing.persistence import JSONTranscoder, Mapper, StoredEvent, Transcoder, Transcoding
+from eventsourcing.utils import get_topic
+from pydantic import ConfigDict, TypeAdapter
 from pydantic_core import from_json
+from typing_extensions import TypedDict
+
+from domain.models import PlanSnapshot, TaskOperation, Violation
+from domain.plan import Plan
 
 TYPE_KEY = b'"_type_"'
 ESCAPE = b"\\u"
@@ -107,3 +115,164 @@ def bulk_mapper(mapper: Mapper[Any], shared: Collection[type] = ()) -> Mapper[An
     ):
         return mapper
     return Mapper(transcoder=BulkTranscoder(transcoder, shared))
+
+
+# -- plan events straight from their bytes ------------------------------------------------------
+
+
+class _Stamp(TypedDict):
+    _type_: Literal["datetime_iso"]
+    _data_: str
+
+
+class _Snapshot(TypedDict):
+    _type_: Literal["plan_snapshot"]
+    _data_: PlanSnapshot
+
+
+class _Violation(TypedDict):
+    _type_: Literal["violation"]
+    _data_: Violation
+
+
+class _Operation(TypedDict):
+    _type_: Literal["task_operation"]
+    _data_: TaskOperation
+
+
+_STRICT = ConfigDict(extra="forbid", strict=True)
+
+
+class _Created(TypedDict):
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
+    timestamp: _Stamp
+    originator_topic: str
+    session_id: str
+
+
+class _Proposed(TypedDict):
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
+    timestamp: _Stamp
+    proposal_id: str
+    form: str | None
+    candidate: _Snapshot | None
+    expected_revision: int | None
+    client: str | None
+    fingerprint: str
+    shape_violations: list[_Violation]
+    explanation: NotRequired[str | None]
+    operation: NotRequired[_Operation | None]
+
+
+class _Committed(TypedDict):
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
+    timestamp: _Stamp
+    proposal_id: str
+    revision: int
+    snapshot: NotRequired[_Snapshot]  # absent: the same bytes as a candidate read just before
+
+
+class _Rejected(TypedDict):
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
+    timestamp: _Stamp
+    proposal_id: str
+    violations: list[_Violation]
+
+
+CANDIDATE = b'"candidate":'
+AFTER_CANDIDATE = b',"expected_revision":'
+SNAPSHOT = b',"snapshot":'
+NULL = b"null"
+
+
+@functools.cache
+def _shapes() -> dict[str, tuple[type[Any], Callable[[bytes], Any]]]:
+    """Each plan event's class and the validator of its stored state, by topic."""
+    return {
+        get_topic(cls): (cls, TypeAdapter(shape).validate_json)
+        for cls, shape in (
+            (Plan.PlanCreated, _Created),
+            (Plan.PlanProposed, _Proposed),
+            (Plan.PlanCommitted, _Committed),
+            (Plan.PlanRejected, _Rejected),
+        )
+    }
+
+
+class PlanEventDecoder:
+    """Plan events decoded straight from their stored bytes by pydantic-core, each to the event
+    the library's mapper gives (the same class, attributes and values), about twice as fast.
+
+    Each plan event's stored state has one shape (`_Proposed`, `_Committed`, ...), validated in
+    one call with the payload models built inside it. A proposal's candidate and a commit's
+    snapshot are usually the very bytes of a candidate read just before (the ledger writes both
+    with one encoder): such a snapshot is that candidate's value again, not decoded twice. Two
+    JSON texts with the same bytes have the same value, so this changes no result. Any other
+    event, and any state that does not have its event's shape, is decoded by `fallback`, which
+    then gives its own result or raises its own error."""
+
+    def __init__(self, mapper: Mapper[Any]) -> None:
+        self.fallback = bulk_mapper(mapper, shared=(PlanSnapshot,))
+        self.recent: deque[tuple[bytes, PlanSnapshot]] = deque(maxlen=RECENT)
+        self.shapes = _shapes()
+        self.proposed = get_topic(Plan.PlanProposed)
+        self.committed = get_topic(Plan.PlanCommitted)
+
+    def to_domain_event(self, stored: StoredEvent) -> Any:
+        known = self.shapes.get(stored.topic)
+        if known is None:
+            return self.fallback.to_domain_event(stored)
+        cls, validate = known
+        try:
+            state = self._decoded(stored.topic, stored.state, validate)
+        except Exception:  # the library's decode says what is wrong, or decodes it its way
+            state = None
+        if state is None:
+            return self.fallback.to_domain_event(stored)
+        state["originator_id"] = stored.originator_id
+        state["originator_version"] = stored.originator_version
+        event = object.__new__(cls)
+        object.__setattr__(event, "__dict__", state)
+        return event
+
+    def _decoded(
+        self, topic: str, data: bytes, validate: Callable[[bytes], Any]
+    ) -> dict[str, Any] | None:
+        shared: PlanSnapshot | None = None
+        region: bytes | None = None  # a proposal's candidate, as stored
+        if topic == self.proposed:
+            start = data.find(CANDIDATE) + len(CANDIDATE)
+            end = data.find(AFTER_CANDIDATE, start)
+            if start >= len(CANDIDATE) and end > 0:
+                region = data[start:end]
+                shared = self._seen(region)
+                if shared is not None:
+                    data = data[:start] + NULL + data[end:]
+        elif topic == self.committed:
+            cut = data.find(SNAPSHOT)
+            if cut > 0 and data.endswith(b"}"):
+                shared = self._seen(data[cut + len(SNAPSHOT) : -1])
+                if shared is not None:
+                    data = data[:cut] + b"}"
+        state: dict[str, Any] = validate(data)
+        state["timestamp"] = datetime.fromisoformat(state["timestamp"]["_data_"])
+        for key in ("candidate", "snapshot", "operation"):
+            wrapped = state.get(key)
+            if wrapped is not None:
+                state[key] = wrapped["_data_"]
+        for key in ("shape_violations", "violations"):
+            if key in state:
+                state[key] = [wrapped["_data_"] for wrapped in state[key]]
+        if shared is not None:
+            state["candidate" if topic == self.proposed else "snapshot"] = shared
+        elif region is not None and state["candidate"] is not None:
+            self.recent.appendleft((region, state["candidate"]))
+        if topic == self.committed and "snapshot" not in state:
+            return None  # a snapshot left out that was not a recent candidate's bytes
+        return state
+
+    def _seen(self, text: bytes) -> PlanSnapshot | None:
+        for seen, value in self.recent:
+            if seen == text:
+                return value
+        return None

@@ -16,10 +16,10 @@ from typing import Any, NamedTuple
 from domain import rules
 from domain.base import Event
 from domain.errors import CorruptHistory
-from domain.models import Form, PlanSnapshot, Policy, Step
-from domain.plan import Plan
+from domain.models import Form, PlanSnapshot, Policy
+from domain.plan import Plan, apply_to_state
+from domain.plan_state import PendingProposal, PlanState
 from domain.session import Session
-from domain.tasks import apply_operation
 from projections.shapes import (
     HistoryEntry,
     PendingProposalView,
@@ -69,6 +69,7 @@ def fold_events(
     corrupt: Iterable[str] = (),
     *,
     judged: bool = False,
+    states: dict[str, PlanState] | None = None,
 ) -> ViewChanges:
     """Apply (event, notification id) pairs in order to the views they touch.
 
@@ -76,56 +77,73 @@ def fold_events(
     whose history breaks a rule is reported in `corrupt` and its later events are ignored.
     `judged` says the events are a writer's own, just decided by the domain (`Plan.decide`
     checked every rule of each commit): the snapshot and transition rules are not run a
-    second time. Every replay (catch-up, rebuild, history) leaves it False.
+    second time. Every replay (catch-up, rebuild, history) leaves it False. `states` keeps
+    the rules' facts of each session between calls (a reader folding its sessions' events
+    batch after batch); a session without one starts from its view.
     """
     current = dict(views)
+    plans = states if states is not None else {}
     changes = ViewChanges()
     broken = set(corrupt)
     for event, notification_id in events:
         originator = str(event.originator_id)
         if originator.startswith("session:"):
             if isinstance(event, SESSION_EVENTS):
-                session_id = originator.removeprefix("session:")
-                earlier = changes.sessions.get(session_id)
-                row = SessionRow(
-                    session_id,
-                    event.originator_version,
-                    str(event.mode),
-                    event.timestamp,
-                    event.timestamp,
-                )
-                if earlier is not None:  # opened in this run: keep when and where from
-                    row = row._replace(
-                        opened_at=earlier.opened_at,
-                        source=earlier.source,
-                        parent_session_id=earlier.parent_session_id,
-                        cwd=earlier.cwd,
-                    )
-                elif isinstance(event, Session.SessionOpened):
-                    row = row._replace(
-                        source=event.source,
-                        parent_session_id=event.parent_session_id,
-                        cwd=event.cwd,
-                    )
-                changes.sessions[session_id] = row
+                fold_session_event(changes, originator.removeprefix("session:"), event)
             continue
         session_id = originator.removeprefix("plan:")
         if session_id in broken:
             continue
+        view = current.get(session_id)
+        plan = plans.get(session_id)
+        if plan is None and view is not None:
+            plan = plans[session_id] = plan_state_of(view)
         try:
-            view, entry = apply_plan_event(current.get(session_id), session_id, event, judged)
-        except CorruptHistory as error:
+            plan, view, entry = apply_plan_event(plan, view, session_id, event, judged)
+        except Exception as error:
             broken.add(session_id)
-            changes.corrupt[session_id] = error
+            plans.pop(session_id, None)
+            changes.corrupt[session_id] = as_corrupt(error, session_id, event)
             continue
-        if view is None:
+        if plan is None or view is None:
             continue
+        plans[session_id] = plan
         current[session_id] = view
         changes.views[session_id] = (event.originator_version, view)
         if entry is not None:
             view_after = view if entry.kind == "committed" else None
             changes.history.append(HistoryRow(session_id, entry, view_after, notification_id))
     return changes
+
+
+def as_corrupt(error: Exception, session_id: str, event: Event) -> CorruptHistory:
+    """The error an event's fold raised, as a break of its session's history (an event whose
+    stored state lacks what its class needs is unreadable)."""
+    if isinstance(error, CorruptHistory):
+        return error
+    message = f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"
+    return CorruptHistory(session_id, event.originator_version, "unreadable_event", message)
+
+
+def fold_session_event(changes: ViewChanges, session_id: str, event: Event) -> None:
+    """A session's opening or mode change, as its row of the session list."""
+    assert isinstance(event, SESSION_EVENTS)
+    earlier = changes.sessions.get(session_id)
+    row = SessionRow(
+        session_id, event.originator_version, str(event.mode), event.timestamp, event.timestamp
+    )
+    if earlier is not None:  # opened in this run: keep when and where from
+        row = row._replace(
+            opened_at=earlier.opened_at,
+            source=earlier.source,
+            parent_session_id=earlier.parent_session_id,
+            cwd=earlier.cwd,
+        )
+    elif isinstance(event, Session.SessionOpened):
+        row = row._replace(
+            source=event.source, parent_session_id=event.parent_session_id, cwd=event.cwd
+        )
+    changes.sessions[session_id] = row
 
 
 def empty_view(session_id: str, at: object) -> PlanView:
@@ -143,34 +161,55 @@ def empty_view(session_id: str, at: object) -> PlanView:
     )
 
 
+def plan_state_of(view: PlanView) -> PlanState:
+    """The rules' facts of a plan as its stored view holds them. Under the strict policy no
+    accepted step is ever removed, so the accepted ids are the committed steps' ids. What a
+    view does not keep is not known: which proposal ids were used before, and the pending
+    proposal's fingerprint (neither is a rule of the commit that follows)."""
+    pending = view.pending_proposal
+    policy = Policy(view.policy) if view.policy else None
+    rejection = view.last_rejection
+    return PlanState(
+        view.session_id,
+        version=None,
+        policy=policy,
+        revision=view.revision,
+        snapshot=committed_snapshot(view) if view.revision else None,
+        accepted_ids=[step.id for step in view.steps] if policy is Policy.STRICT else [],
+        pending=PendingProposal(
+            proposal_id=pending.proposal_id,
+            form=Form(pending.form) if pending.form else None,
+            candidate=pending.candidate,
+            expected_revision=pending.expected_revision,
+            shape_violations=pending.shape_violations,
+            fingerprint="",
+            proposed_at=pending.proposed_at,
+            operation=pending.operation,
+        )
+        if pending is not None
+        else None,
+        last_rejection=(rejection.proposal_id, tuple(rejection.violations)) if rejection else None,
+    )
+
+
 def apply_plan_event(
-    view: PlanView | None, session_id: str, event: Event, judged: bool = False
-) -> tuple[PlanView | None, HistoryEntry | None]:
-    """The view after `event`, and the history entry it adds (None for non-plan events).
+    plan: PlanState | None,
+    view: PlanView | None,
+    session_id: str,
+    event: Event,
+    judged: bool = False,
+) -> tuple[PlanState | None, PlanView | None, HistoryEntry | None]:
+    """The plan's facts and view after `event`, and the history entry it adds (None for
+    events that add none). The domain's own functions check the event and change the facts
+    (domain.plan_state); this only shows what they decided.
 
     Raises CorruptHistory for an event the rules forbid at this point of the history."""
     position, at = event.originator_version, event.timestamp
+    plan, before = apply_to_state(plan, session_id, event, judged)
     if isinstance(event, Plan.PlanCreated):
-        if view is not None:
-            raise CorruptHistory(
-                session_id, position, "plan_recreated", "the plan was created twice"
-            )
-        return empty_view(session_id, at), None
-    if view is None:
-        if isinstance(event, Plan.PlanProposed | Plan.PlanCommitted | Plan.PlanRejected):
-            raise CorruptHistory(
-                session_id, position, "missing_event", "a plan event before the plan's creation"
-            )
-        return None, None
+        return plan, empty_view(session_id, at), None
+    assert plan is not None and view is not None  # the facts of a plan come with its view
     if isinstance(event, Plan.PlanProposed):
-        if view.pending_proposal is not None:
-            raise CorruptHistory(
-                session_id,
-                position,
-                "undecided_proposal",
-                f"proposal {event.proposal_id!r} was recorded while "
-                f"{view.pending_proposal.proposal_id!r} was undecided",
-            )
         pending = PendingProposalView(
             proposal_id=event.proposal_id,
             form=event.form,
@@ -178,6 +217,7 @@ def apply_plan_event(
             proposed_at=at,
             candidate=event.candidate,
             operation=event.operation,
+            shape_violations=event.shape_violations,
         )
         entry = HistoryEntry(
             position=position,
@@ -189,47 +229,9 @@ def apply_plan_event(
             expected_revision=event.expected_revision,
             operation=event.operation,
         )
-        update: dict[str, Any] = {"pending_proposal": pending, "updated_at": at}
-        return updated(view, update), entry
+        return plan, updated(view, {"pending_proposal": pending, "updated_at": at}), entry
     if isinstance(event, Plan.PlanCommitted):
-        pending = _require_pending(view, session_id, position, event.proposal_id)
         snapshot = event.snapshot
-        if not same_snapshot(pending.candidate, snapshot):
-            raise CorruptHistory(
-                session_id,
-                position,
-                "snapshot_mismatch",
-                f"the committed snapshot differs from proposal {event.proposal_id!r}",
-            )
-        if pending.expected_revision is not None and pending.expected_revision != view.revision:
-            raise CorruptHistory(
-                session_id,
-                position,
-                "revision_conflict",
-                f"a commit expected revision {pending.expected_revision}, the plan was at "
-                f"{view.revision}",
-            )
-        if pending.form is None:
-            raise CorruptHistory(
-                session_id, position, "missing_form", "a commit of a proposal without a form"
-            )
-        # The first commit fixes the policy; a proposal in another form never commits.
-        form_policy = Policy.for_form(pending.form)
-        policy = view.policy or form_policy
-        if form_policy != policy:
-            raise CorruptHistory(
-                session_id,
-                position,
-                "policy_mismatch",
-                f"a {pending.form} proposal was committed to a {policy} plan",
-            )
-        before = committed_snapshot(view) if view.revision else None
-        if not judged:
-            if pending.form == Form.TASK:
-                check_operation(session_id, position, pending, before, snapshot)
-            check_commit(
-                policy, view.revision, session_id, position, event.revision, before, snapshot
-            )
         entry = HistoryEntry.model_validate(  # transitions and all, in one validation
             {
                 "position": position,
@@ -243,94 +245,31 @@ def apply_plan_event(
                 ],
             }
         )
-        update = {
+        update: dict[str, Any] = {
             "revision": event.revision,
-            "policy": policy,
+            "policy": plan.policy,
             "title": snapshot.title,
             "goal_id": snapshot.goal_id,
             "steps": list(snapshot.steps),
             "pending_proposal": None,
             "updated_at": at,
         }
-        return updated(view, update), entry
-    if isinstance(event, Plan.PlanRejected):
-        _require_pending(view, session_id, position, event.proposal_id)
-        violations = list(event.violations)
-        if not violations:
-            raise CorruptHistory(
-                session_id,
-                position,
-                "rejection_without_violation",
-                f"proposal {event.proposal_id!r} was rejected without a reason",
-            )
-        entry = HistoryEntry(
-            position=position,
-            kind="rejected",
-            proposal_id=event.proposal_id,
-            at=at,
-            violations=violations,
-        )
-        update = {
-            "pending_proposal": None,
-            "last_rejection": RejectionView(proposal_id=event.proposal_id, violations=violations),
-            "updated_at": at,
-        }
-        return updated(view, update), entry
-    return view, None
-
-
-def check_commit(
-    policy_name: str,
-    current_revision: int,
-    session_id: str,
-    position: int,
-    revision: int,
-    before: PlanSnapshot | None,
-    snapshot: PlanSnapshot,
-) -> None:
-    """The rules replay re-checks on a commit, from what the view knows (the domain's own
-    functions): the revision sequence, the snapshot's rules and the transition's rules."""
-    if revision != current_revision + 1:
-        raise CorruptHistory(
-            session_id,
-            position,
-            "revision_sequence",
-            f"commit says revision {revision} but follows revision {current_revision}",
-        )
-    policy = Policy(policy_name)
-    # Under the strict policy no accepted step is ever removed, so the accepted ids are the
-    # ids of the previous snapshot (the other policies have no such rule).
-    accepted = [step.id for step in before.steps] if before else []
-    violations = rules.check_snapshot(policy, snapshot) + rules.check_transition(
-        policy, before, accepted, snapshot
+        return plan, updated(view, update), entry
+    assert isinstance(event, Plan.PlanRejected)
+    violations = tuple(event.violations)
+    entry = HistoryEntry(
+        position=position,
+        kind="rejected",
+        proposal_id=event.proposal_id,
+        at=at,
+        violations=list(violations),
     )
-    if violations:
-        first = violations[0]
-        raise CorruptHistory(session_id, position, first.code, first.message)
-
-
-def check_operation(
-    session_id: str,
-    position: int,
-    pending: PendingProposalView,
-    before: PlanSnapshot | None,
-    snapshot: PlanSnapshot,
-) -> None:
-    """A task-form commit: its list is what the recorded operation makes of the list before."""
-    if pending.operation is None:
-        raise CorruptHistory(
-            session_id, position, "missing_field", "a task commit without its operation"
-        )
-    made, violations = apply_operation(before, pending.operation)
-    if violations:
-        raise CorruptHistory(session_id, position, violations[0].code, violations[0].message)
-    if made is None or not same_snapshot(made, snapshot):
-        raise CorruptHistory(
-            session_id,
-            position,
-            "snapshot_mismatch",
-            f"the committed list is not what operation {pending.proposal_id!r} makes of the plan",
-        )
+    update = {
+        "pending_proposal": None,
+        "last_rejection": RejectionView(proposal_id=event.proposal_id, violations=list(violations)),
+        "updated_at": at,
+    }
+    return plan, updated(view, update), entry
 
 
 def updated(view: PlanView, update: dict[str, Any]) -> PlanView:
@@ -360,43 +299,3 @@ def committed_snapshot(view: PlanView) -> PlanSnapshot:
 
 
 _new, _set = object.__new__, object.__setattr__
-
-
-def same_snapshot(candidate: PlanSnapshot | None, snapshot: PlanSnapshot) -> bool:
-    """`candidate == snapshot`, field by field for the plain models a decode gives (frozen,
-    no extra fields, no private attributes: equal exactly when their fields are)."""
-    if candidate is snapshot:
-        return True
-    if type(candidate) is not PlanSnapshot or type(snapshot) is not PlanSnapshot:
-        return candidate == snapshot
-    if candidate.title != snapshot.title or candidate.goal_id != snapshot.goal_id:
-        return False
-    mine, theirs = candidate.steps, snapshot.steps
-    if len(mine) != len(theirs):
-        return False
-    for a, b in zip(mine, theirs, strict=True):
-        if type(a) is not Step or type(b) is not Step:
-            return mine == theirs
-        if (
-            a.id != b.id
-            or a.title != b.title
-            or a.status != b.status
-            or a.blocked_by != b.blocked_by
-            or a.owner != b.owner
-        ):
-            return False
-    return True
-
-
-def _require_pending(
-    view: PlanView, session_id: str, position: int, proposal_id: str
-) -> PendingProposalView:
-    pending = view.pending_proposal
-    if pending is None or pending.proposal_id != proposal_id:
-        raise CorruptHistory(
-            session_id,
-            position,
-            "unknown_proposal",
-            f"decision for {proposal_id!r}, which is not the undecided proposal",
-        )
-    return pending

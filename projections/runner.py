@@ -22,8 +22,8 @@ from eventsourcing.utils import get_topic
 
 from domain.base import Event
 from domain.errors import CorruptHistory
-from domain.models import PlanSnapshot
-from projections.decode import bulk_mapper
+from domain.plan_state import PlanState
+from projections.decode import PlanEventDecoder
 from projections.fold import SESSION_EVENTS, ViewChanges, fold_events
 from projections.forked import ForkedWorkers, WorkerFailed, can_fork, cores
 from projections.gc_pause import paused_gc
@@ -105,10 +105,11 @@ def event_rows(rows: Sequence[tuple[Any, ...]]) -> list[EventRow]:
 
 @dataclass
 class FoldState:
-    """What a fold worker keeps between batches: the views of its sessions, and which of
-    them broke a rule."""
+    """What a fold worker keeps between batches: the views of its sessions, the rules' facts
+    of their plans, and which of them broke a rule."""
 
     views: dict[str, PlanView] = field(default_factory=dict)
+    plans: dict[str, PlanState] = field(default_factory=dict)
     broken: set[str] = field(default_factory=set)
 
 
@@ -133,7 +134,7 @@ class ProjectionRunner:
         workers: int | None = None,
     ) -> None:
         self.store = store
-        self.mapper = bulk_mapper(mapper, shared=(PlanSnapshot,))  # decodes as `mapper` does
+        self.mapper = PlanEventDecoder(mapper)  # decodes as `mapper` does
         self.batch_size = batch_size
         # Fold processes of a large rebuild (default: one per core, at most MAX_WORKERS).
         self.workers = min(cores(), MAX_WORKERS) if workers is None else workers
@@ -191,9 +192,11 @@ class ProjectionRunner:
         batch: Sequence[EventRow],
         views: Mapping[str, PlanView | None],
         corrupt: Sequence[str],
+        plans: dict[str, PlanState] | None = None,
     ) -> tuple[ViewChanges, dict[tuple[str, int], int]]:
         """The batch decoded and folded onto `views` (the touched sessions' views before it;
-        `corrupt`: those already broken), and the store position of each event."""
+        `corrupt`: those already broken; `plans`: the rules' facts kept since the last batch),
+        and the store position of each event."""
         events: list[tuple[Event, int]] = []
         unreadable: dict[str, CorruptHistory] = {}
         positions: dict[tuple[str, int], int] = {}
@@ -222,7 +225,7 @@ class ProjectionRunner:
             events.append((event, notification.id))
         # A session's events before its unreadable one are folded (its view is the last good
         # one, whatever the batches), unless a rule broke earlier still.
-        changes = fold_events(views, events, corrupt=corrupt)
+        changes = fold_events(views, events, corrupt=corrupt, states=plans)
         for session_id, unread in unreadable.items():
             changes.corrupt.setdefault(session_id, unread)
         return changes, positions
@@ -305,7 +308,8 @@ class ProjectionRunner:
         batch = event_rows(part)
         touched = {o.removeprefix("plan:") for _, o, *_ in part if o.startswith("plan:")}
         views = {sid: state.views.get(sid) for sid in touched}
-        changes, positions = self._fold(batch, views, sorted(touched & state.broken))
+        broken = sorted(touched & state.broken)
+        changes, positions = self._fold(batch, views, broken, state.plans)
         for session_id, (_, view) in changes.views.items():
             state.views[session_id] = view
         state.broken.update(changes.corrupt)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from datetime import datetime
 from typing import Any, Literal
 
@@ -17,6 +18,8 @@ class PendingProposalView(Model):
     proposed_at: datetime
     candidate: PlanSnapshot | None = None  # what a commit of it must equal (re-checked)
     operation: TaskOperation | None = None  # a task-form proposal's operation (re-applied)
+    # Found when it was read: a commit of it breaks the rules (left out of the JSON when none).
+    shape_violations: tuple[Violation, ...] = Field(default=(), exclude_if=operator.not_)
 
 
 class RejectionView(Model):

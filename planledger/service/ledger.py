@@ -29,7 +29,8 @@ from domain.errors import (
 from domain.forms import ParsedProposal, clean_text, parse_proposal
 from domain.ids import plan_aggregate_id, session_aggregate_id, validate_id
 from domain.models import PlanSnapshot, TaskOperation, Violation
-from domain.plan import Outcome, PendingProposal, Plan
+from domain.plan import Plan
+from domain.plan_state import Outcome, PendingProposal
 from domain.session import NO_ORIGIN, Goal, Mode, Origin, Session
 from planledger.service.results import (
     Decision,
@@ -38,12 +39,20 @@ from planledger.service.results import (
     SessionView,
     VerifyReport,
 )
-from planledger.service.verify import NOTHING, judge, replay, replayed, verify_store
+from planledger.service.verify import (
+    NOTHING,
+    judge,
+    replay,
+    replayed,
+    replayed_plan,
+    verify_store,
+)
 from planledger.storage.errors import heals, unavailable_cause
 from planledger.storage.recorder import InlineViews
 from planledger.storage.schema import ensure_schema, schema_is_current
 from planledger.storage.settings import DatabaseSettings, database_settings
 from planledger.storage.transcoding import EventTranscoder, PydanticTranscoding
+from projections.decode import PlanEventDecoder
 from projections.fold import ViewChanges, fold_events
 from projections.forked import cores
 from projections.plan_view import plan_view
@@ -479,7 +488,8 @@ class Ledger(Application[str]):
         session = replayed(session_id, self._stream(session_aggregate_id(session_id)), self.mapper)
         plan = NOTHING
         if session.found and session.problem is None:
-            plan = replayed(session_id, self._stream(plan_aggregate_id(session_id)), self.mapper)
+            stream = self._stream(plan_aggregate_id(session_id))
+            plan = replayed_plan(session_id, stream, PlanEventDecoder(self.mapper))
         return judge(session_id, session, plan)
 
     def _stream(self, aggregate_id: str) -> list[Any]:

@@ -1,6 +1,7 @@
-"""verify: every stream replayed from its first event through the domain's own aggregates, so
-every rule is re-checked on every commit, and each session judged as `Ledger.verify_session`
-judges it.
+"""verify: every stream replayed from its first event by the domain's own rules (a plan's
+events applied by the functions its aggregate applies them with, a session's through its
+aggregate), so every rule is re-checked on every commit, and each session judged as
+`Ledger.verify_session` judges it.
 
 One session is read with two stream reads (its cost does not depend on the store's size). The
 whole store is read in one ordered pass (`planledger.storage.scan`), optionally split into key
@@ -22,11 +23,13 @@ from eventsourcing.persistence import Mapper, StoredEvent
 
 from domain.base import Event
 from domain.errors import CorruptHistory
-from domain.plan import Plan
+from domain.plan import apply_to_state
+from domain.plan_state import PlanState
 from domain.session import Session
 from planledger.service.results import Problem
 from planledger.storage.scan import scan_events, split_points
 from planledger.storage.settings import DatabaseSettings
+from projections.decode import PlanEventDecoder, bulk_mapper
 from projections.forked import ForkedWorkers, WorkerFailed, can_fork
 
 # Below these, starting worker processes costs more than it saves: forked ones start in
@@ -77,29 +80,49 @@ def replay(
                 message=str(error),
             )
         except Exception as error:  # an edited row that no longer decodes
-            return aggregate, Problem(
-                session_id=session_id,
-                position=position,
-                rule="unreadable_event",
-                message=f"{type(error).__name__}: {str(error).splitlines()[0][:300]}",
-            )
+            return aggregate, unreadable(session_id, stored, error)
     return aggregate, None
+
+
+def unreadable(session_id: str, stored: StoredEvent, error: Exception) -> Problem:
+    message = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
+    return problem(session_id, stored.originator_version, "unreadable_event", message)
 
 
 def replayed(
     session_id: str, stored_events: Iterable[StoredEvent], mapper: Mapper[Any]
 ) -> Replayed:
+    """A session stream replayed through its aggregate."""
     aggregate, problem = replay(session_id, stored_events, mapper)
     if problem is not None:
         return Replayed(found=True, problem=problem)
     if aggregate is None:
         return NOTHING
-    if isinstance(aggregate, Plan):
-        goal_id = aggregate.snapshot.goal_id if aggregate.snapshot else None
-        return Replayed(found=True, version=aggregate.version, goal_id=goal_id)
     if isinstance(aggregate, Session):
         return Replayed(found=True, goals=frozenset(aggregate.goals))
     return Replayed(found=True, version=aggregate.version)
+
+
+def replayed_plan(
+    session_id: str, stored_events: Iterable[StoredEvent], decoder: PlanEventDecoder
+) -> Replayed:
+    """A plan stream's events applied in order by the plan's rules (`apply_to_state`, the
+    functions the aggregate applies its events with) to the facts they need, from the first."""
+    plan: PlanState | None = None
+    found = False
+    for stored in stored_events:
+        found = True
+        try:
+            plan, _ = apply_to_state(plan, session_id, decoder.to_domain_event(stored))
+        except CorruptHistory as error:
+            found_problem = problem(session_id, error.position, error.rule, error.detail)
+            return Replayed(found=True, problem=found_problem)
+        except Exception as error:  # an edited row that no longer decodes
+            return Replayed(found=True, problem=unreadable(session_id, stored, error))
+    if plan is None:
+        return NOTHING if not found else Replayed(found=True)
+    goal_id = plan.snapshot.goal_id if plan.snapshot else None
+    return Replayed(found=True, version=plan.version or 0, goal_id=goal_id)
 
 
 def judge(session_id: str, session: Replayed, plan: Replayed) -> list[Problem]:
@@ -138,15 +161,20 @@ def replay_range(
 ) -> tuple[dict[str, Replayed], dict[str, Replayed]]:
     """Replay every session and plan stream in the key range [lower, upper) (only those of
     `wanted` sessions, when given): (sessions, plans) by session id."""
-    found: dict[str, dict[str, Replayed]] = {"session": {}, "plan": {}}
+    sessions: dict[str, Replayed] = {}
+    plans: dict[str, Replayed] = {}
+    decoder = PlanEventDecoder(mapper)
+    session_mapper = bulk_mapper(mapper)
     events = scan_events(database, lower, upper)
     for originator_id, stream in itertools.groupby(events, key=_originator):
         kind, _, session_id = originator_id.partition(":")
-        streams = found.get(kind)
-        if streams is None or (wanted is not None and session_id not in wanted):
+        if wanted is not None and session_id not in wanted:
             continue
-        streams[session_id] = replayed(session_id, stream, mapper)
-    return found["session"], found["plan"]
+        if kind == "plan":
+            plans[session_id] = replayed_plan(session_id, stream, decoder)
+        elif kind == "session":
+            sessions[session_id] = replayed(session_id, stream, session_mapper)
+    return sessions, plans
 
 
 def verify_store(

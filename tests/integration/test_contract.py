@@ -447,7 +447,7 @@ def test_a_stale_cached_plan_never_commits(
 
 
 def test_outcomes_for_idempotency_are_bounded(ledger: PlanLedger) -> None:
-    from domain.plan import REMEMBERED_OUTCOMES
+    from domain.plan_state import REMEMBERED_OUTCOMES
 
     for n in range(REMEMBERED_OUTCOMES + 5):
         ledger.submit("s1", codex((f"Step {n}", "in_progress")), proposal_id=f"p{n}")

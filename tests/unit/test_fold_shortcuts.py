@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from domain.models import PlanSnapshot, Step
-from projections.fold import committed_snapshot, empty_view, same_snapshot, updated
+from domain.plan_state import same_snapshot
+from projections.fold import committed_snapshot, empty_view, updated
 from projections.shapes import PendingProposalView, RejectionView
 
 NOW = datetime(2025, 1, 2, tzinfo=UTC)

@@ -17,7 +17,8 @@ from domain.errors import IllegalTransition, InvalidId
 from domain.forms import derive_step_ids, detect_form, parse_proposal
 from domain.ids import plan_aggregate_id, session_aggregate_id, validate_id
 from domain.models import Form, PlanSnapshot, Policy, Step, Violation
-from domain.plan import Outcome, Plan
+from domain.plan import Plan
+from domain.plan_state import Outcome, evaluate
 from domain.session import Mode, Session
 
 GOALS = frozenset({"g1"})
@@ -1051,7 +1052,7 @@ def test_a_kept_goal_is_recorded_in_the_candidate_and_replays() -> None:
     plan.propose("p9", parse_proposal(strict(st("a", "completed"))), "fp-9", "unit")
     assert plan.pending is not None and plan.pending.candidate is not None
     assert plan.pending.candidate.goal_id == "g1"  # decided later (two stages): still g1
-    kept = plan.evaluate(plan.pending, session_goals=set())
+    kept = evaluate(plan, plan.pending, session_goals=set())
     assert [v.code for v in kept] == ["unknown_goal"]  # a kept goal is checked like a sent one
     assert plan.decide(GOALS).status == "committed"
     rebuilt = None
