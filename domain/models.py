@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import operator
+from collections.abc import Set as AbstractSet
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -41,6 +42,24 @@ ALLOWED_STATUSES: dict[Policy, frozenset[str]] = {
     Policy.REPLACE: frozenset({"pending", "in_progress", "completed", "cancelled"}),
     Policy.TASKS: frozenset({"pending", "in_progress", "completed"}),
 }
+
+
+M = TypeVar("M", bound=BaseModel)
+_new, _set = object.__new__, object.__setattr__
+
+
+def built(model: type[M], fields: dict[str, Any], fields_set: AbstractSet[str] | None = None) -> M:
+    """`model(**fields)` without validation, for values already of their fields' types (read
+    from validated events or models), made in one step: pydantic's validation, and its
+    `model_construct`, walk every field. `fields` must hold every field (defaults included)
+    in the model's order (its JSON follows the order of `__dict__`);
+    `fields_set` names those given as a constructor call would have named them (default: all)."""
+    made = _new(model)
+    _set(made, "__dict__", fields)
+    _set(made, "__pydantic_extra__", None)
+    _set(made, "__pydantic_fields_set__", set(fields if fields_set is None else fields_set))
+    _set(made, "__pydantic_private__", None)
+    return made
 
 
 class Model(BaseModel):

@@ -16,10 +16,23 @@ from typing import Literal, Protocol
 
 from domain import rules
 from domain.errors import CorruptHistory
-from domain.models import Form, Frozen, PlanSnapshot, Policy, Step, TaskOperation, Violation
+from domain.models import (
+    POLICY_OF_FORM,
+    Form,
+    Frozen,
+    PlanSnapshot,
+    Policy,
+    Step,
+    TaskOperation,
+    Violation,
+    built,
+)
 from domain.tasks import apply_operation
 
 OutcomeStatus = Literal["pending", "committed", "rejected"]
+FORMS = {form.value: form for form in Form}
+# A policy by its name: a plan restored from a snapshot holds the name, a plain string.
+POLICIES = {policy.value: policy for policy in Policy}
 
 # Outcomes remembered for idempotent retries. Bounded, so that a long session does not make
 # every load slower: a retry is expected within moments, not hundreds of proposals later.
@@ -57,6 +70,21 @@ class Outcome(Frozen):
     status: OutcomeStatus
     revision: int | None = None
     violations: tuple[Violation, ...] = ()
+
+
+def outcome(
+    fingerprint: str,
+    status: OutcomeStatus,
+    revision: int | None = None,
+    violations: tuple[Violation, ...] = (),
+) -> Outcome:
+    fields: dict[str, object] = {
+        "fingerprint": fingerprint,
+        "status": status,
+        "revision": revision,
+        "violations": violations,
+    }
+    return built(Outcome, fields)
 
 
 class PlanFacts(Protocol):
@@ -174,18 +202,28 @@ def record_proposal(
         "proposal_id_reused",
         f"proposal id {proposal_id!r} was recorded twice",
     )
-    plan.pending = PendingProposal(
-        proposal_id=proposal_id,
-        form=Form(form) if form else None,
-        candidate=candidate,
-        expected_revision=expected_revision,
-        shape_violations=tuple(shape_violations),
-        fingerprint=fingerprint,
-        proposed_at=proposed_at,
-        operation=operation,
+    if form and form not in FORMS:
+        raise CorruptHistory(
+            plan.session_id,
+            position,
+            "unreadable_event",
+            f"proposal {proposal_id!r} names a form the ledger does not know: {form!r}",
+        )
+    plan.pending = built(
+        PendingProposal,
+        {
+            "proposal_id": proposal_id,
+            "form": FORMS[form] if form else None,
+            "candidate": candidate,
+            "expected_revision": expected_revision,
+            "shape_violations": tuple(shape_violations),
+            "fingerprint": fingerprint,
+            "proposed_at": proposed_at,
+            "operation": operation,
+        },
     )
     outcomes = plan.outcomes
-    outcomes[proposal_id] = Outcome(fingerprint=fingerprint, status="pending")
+    outcomes[proposal_id] = outcome(fingerprint, "pending")
     while len(outcomes) > REMEMBERED_OUTCOMES:
         del outcomes[next(iter(outcomes))]  # the oldest
 
@@ -232,7 +270,7 @@ def record_commit(
             raise CorruptHistory(session_id, position, first.code, first.message)
     # The first commit fixes the policy; proposals before it (rejected, superseded,
     # undecided) fix nothing.
-    policy = plan.policy or Policy.for_form(form)
+    policy = POLICIES[plan.policy] if plan.policy else POLICY_OF_FORM[form]
     before = plan.snapshot
     plan.policy = policy
     plan.revision = revision
@@ -241,9 +279,7 @@ def record_commit(
         known = set(plan.accepted_ids)
         plan.accepted_ids += [s.id for s in snapshot.steps if s.id not in known]
     plan.pending = None
-    plan.outcomes[proposal_id] = Outcome(
-        fingerprint=pending.fingerprint, status="committed", revision=revision
-    )
+    plan.outcomes[proposal_id] = outcome(pending.fingerprint, "committed", revision)
     return before
 
 
@@ -261,11 +297,8 @@ def record_rejection(
     )
     plan.pending = None
     plan.last_rejection = (proposal_id, violations)
-    plan.outcomes[proposal_id] = Outcome(
-        fingerprint=pending.fingerprint,
-        status="rejected",
-        revision=plan.revision,
-        violations=violations,
+    plan.outcomes[proposal_id] = outcome(
+        pending.fingerprint, "rejected", plan.revision, tuple(violations)
     )
 
 
@@ -291,8 +324,8 @@ def evaluate(
     violations = list(pending.shape_violations)
     if pending.form is not None:
         # Before the first commit no policy is fixed: the proposal is held to its own form's.
-        policy = plan.policy or Policy.for_form(pending.form)
-        if Policy.for_form(pending.form) != policy:
+        policy = POLICIES[plan.policy] if plan.policy else POLICY_OF_FORM[pending.form]
+        if POLICY_OF_FORM[pending.form] is not policy:
             violations.append(
                 Violation(
                     code="policy_mismatch",

@@ -183,20 +183,23 @@ CANDIDATE = b'"candidate":'
 AFTER_CANDIDATE = b',"expected_revision":'
 SNAPSHOT = b',"snapshot":'
 NULL = b"null"
+fromisoformat = datetime.fromisoformat  # the library's DatetimeAsISO decode
 
 
 @functools.cache
-def _shapes() -> dict[str, tuple[type[Any], Callable[[bytes], Any]]]:
-    """Each plan event's class and the validator of its stored state, by topic."""
-    return {
-        get_topic(cls): (cls, TypeAdapter(shape).validate_json)
-        for cls, shape in (
-            (Plan.PlanCreated, _Created),
-            (Plan.PlanProposed, _Proposed),
-            (Plan.PlanCommitted, _Committed),
-            (Plan.PlanRejected, _Rejected),
-        )
-    }
+def _validators() -> tuple[Callable[[bytes], Any], ...]:
+    """The validators of the stored states of PlanCreated, PlanProposed, PlanCommitted and
+    PlanRejected (built once, on first use)."""
+    return tuple(
+        TypeAdapter(shape).validator.validate_json
+        for shape in (_Created, _Proposed, _Committed, _Rejected)
+    )
+
+
+CREATED, PROPOSED, COMMITTED, REJECTED = (
+    get_topic(cls)
+    for cls in (Plan.PlanCreated, Plan.PlanProposed, Plan.PlanCommitted, Plan.PlanRejected)
+)
 
 
 class PlanEventDecoder:
@@ -214,17 +217,23 @@ class PlanEventDecoder:
     def __init__(self, mapper: Mapper[Any]) -> None:
         self.fallback = bulk_mapper(mapper, shared=(PlanSnapshot,))
         self.recent: deque[tuple[bytes, PlanSnapshot]] = deque(maxlen=RECENT)
-        self.shapes = _shapes()
-        self.proposed = get_topic(Plan.PlanProposed)
-        self.committed = get_topic(Plan.PlanCommitted)
+        created, proposed, committed, rejected = _validators()
+        self.created, self.proposed = created, proposed
+        self.committed, self.rejected = committed, rejected
+        self.decoders: dict[str, tuple[type[Any], Callable[[bytes], dict[str, Any] | None]]] = {
+            CREATED: (Plan.PlanCreated, self._created),
+            PROPOSED: (Plan.PlanProposed, self._proposed),
+            COMMITTED: (Plan.PlanCommitted, self._committed),
+            REJECTED: (Plan.PlanRejected, self._rejected),
+        }
 
     def to_domain_event(self, stored: StoredEvent) -> Any:
-        known = self.shapes.get(stored.topic)
+        known = self.decoders.get(stored.topic)
         if known is None:
             return self.fallback.to_domain_event(stored)
-        cls, validate = known
+        cls, decode = known
         try:
-            state = self._decoded(stored.topic, stored.state, validate)
+            state = decode(stored.state)
         except Exception:  # the library's decode says what is wrong, or decodes it its way
             state = None
         if state is None:
@@ -235,40 +244,54 @@ class PlanEventDecoder:
         object.__setattr__(event, "__dict__", state)
         return event
 
-    def _decoded(
-        self, topic: str, data: bytes, validate: Callable[[bytes], Any]
-    ) -> dict[str, Any] | None:
-        shared: PlanSnapshot | None = None
-        region: bytes | None = None  # a proposal's candidate, as stored
-        if topic == self.proposed:
-            start = data.find(CANDIDATE) + len(CANDIDATE)
-            end = data.find(AFTER_CANDIDATE, start)
-            if start >= len(CANDIDATE) and end > 0:
-                region = data[start:end]
-                shared = self._seen(region)
-                if shared is not None:
-                    data = data[:start] + NULL + data[end:]
-        elif topic == self.committed:
-            cut = data.find(SNAPSHOT)
-            if cut > 0 and data.endswith(b"}"):
-                shared = self._seen(data[cut + len(SNAPSHOT) : -1])
-                if shared is not None:
-                    data = data[:cut] + b"}"
-        state: dict[str, Any] = validate(data)
-        state["timestamp"] = datetime.fromisoformat(state["timestamp"]["_data_"])
-        for key in ("candidate", "snapshot", "operation"):
-            wrapped = state.get(key)
-            if wrapped is not None:
-                state[key] = wrapped["_data_"]
-        for key in ("shape_violations", "violations"):
-            if key in state:
-                state[key] = [wrapped["_data_"] for wrapped in state[key]]
+    def _created(self, data: bytes) -> dict[str, Any]:
+        state: dict[str, Any] = self.created(data)
+        state["timestamp"] = fromisoformat(state["timestamp"]["_data_"])
+        return state
+
+    def _proposed(self, data: bytes) -> dict[str, Any]:
+        start = data.find(CANDIDATE) + len(CANDIDATE)
+        end = data.find(AFTER_CANDIDATE, start)
+        region = data[start:end] if start >= len(CANDIDATE) and end > 0 else None
+        shared = self._seen(region) if region is not None else None
         if shared is not None:
-            state["candidate" if topic == self.proposed else "snapshot"] = shared
-        elif region is not None and state["candidate"] is not None:
-            self.recent.appendleft((region, state["candidate"]))
-        if topic == self.committed and "snapshot" not in state:
+            data = data[:start] + NULL + data[end:]
+        state: dict[str, Any] = self.proposed(data)
+        state["timestamp"] = fromisoformat(state["timestamp"]["_data_"])
+        if shared is not None:
+            state["candidate"] = shared
+        elif state["candidate"] is not None:
+            state["candidate"] = candidate = state["candidate"]["_data_"]
+            if region is not None:
+                self.recent.appendleft((region, candidate))
+        if state["shape_violations"]:
+            state["shape_violations"] = [v["_data_"] for v in state["shape_violations"]]
+        operation = state.get("operation")
+        if operation is not None:
+            state["operation"] = operation["_data_"]
+        return state
+
+    def _committed(self, data: bytes) -> dict[str, Any] | None:
+        cut = data.find(SNAPSHOT)
+        shared = None
+        if cut > 0 and data.endswith(b"}"):
+            shared = self._seen(data[cut + len(SNAPSHOT) : -1])
+            if shared is not None:
+                data = data[:cut] + b"}"
+        state: dict[str, Any] = self.committed(data)
+        state["timestamp"] = fromisoformat(state["timestamp"]["_data_"])
+        if shared is not None:
+            state["snapshot"] = shared
+        elif "snapshot" in state:
+            state["snapshot"] = state["snapshot"]["_data_"]
+        else:
             return None  # a snapshot left out that was not a recent candidate's bytes
+        return state
+
+    def _rejected(self, data: bytes) -> dict[str, Any]:
+        state: dict[str, Any] = self.rejected(data)
+        state["timestamp"] = fromisoformat(state["timestamp"]["_data_"])
+        state["violations"] = [v["_data_"] for v in state["violations"]]
         return state
 
     def _seen(self, text: bytes) -> PlanSnapshot | None:

@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import NoneType
 from typing import Any, NamedTuple
 
 from domain import rules
 from domain.base import Event
 from domain.errors import CorruptHistory
-from domain.models import Form, PlanSnapshot, Policy
+from domain.models import Form, PlanSnapshot, Policy, TaskOperation, Violation, built
 from domain.plan import Plan, apply_to_state
 from domain.plan_state import PendingProposal, PlanState
 from domain.session import Session
@@ -210,16 +211,22 @@ def apply_plan_event(
         return plan, empty_view(session_id, at), None
     assert plan is not None and view is not None  # the facts of a plan come with its view
     if isinstance(event, Plan.PlanProposed):
-        pending = PendingProposalView(
-            proposal_id=event.proposal_id,
-            form=event.form,
-            expected_revision=event.expected_revision,
-            proposed_at=at,
-            candidate=event.candidate,
-            operation=event.operation,
-            shape_violations=event.shape_violations,
+        if not well_typed_proposal(event):  # an edited row: validated, and refused
+            PendingProposalView.model_validate(event.__dict__ | {"proposed_at": at})
+            HistoryEntry.model_validate(event.__dict__ | {"position": position, "at": at})
+        pending = built(
+            PendingProposalView,
+            {
+                "proposal_id": event.proposal_id,
+                "form": event.form,
+                "expected_revision": event.expected_revision,
+                "proposed_at": at,
+                "candidate": event.candidate,
+                "operation": event.operation,
+                "shape_violations": tuple(event.shape_violations),
+            },
         )
-        entry = HistoryEntry(
+        entry = history_entry(
             position=position,
             kind="proposed",
             proposal_id=event.proposal_id,
@@ -256,20 +263,46 @@ def apply_plan_event(
         }
         return plan, updated(view, update), entry
     assert isinstance(event, Plan.PlanRejected)
-    violations = tuple(event.violations)
-    entry = HistoryEntry(
+    violations = list(event.violations)
+    if type(event.proposal_id) is not str or not all(type(v) is Violation for v in violations):
+        raise CorruptHistory(session_id, position, "unreadable_event", "a mistyped rejection")
+    entry = history_entry(
         position=position,
         kind="rejected",
         proposal_id=event.proposal_id,
         at=at,
-        violations=list(violations),
+        violations=violations,
     )
-    update = {
-        "pending_proposal": None,
-        "last_rejection": RejectionView(proposal_id=event.proposal_id, violations=list(violations)),
-        "updated_at": at,
-    }
+    rejection = built(RejectionView, {"proposal_id": event.proposal_id, "violations": violations})
+    update = {"pending_proposal": None, "last_rejection": rejection, "updated_at": at}
     return plan, updated(view, update), entry
+
+
+# Every field of an entry in order (a model's JSON follows its fields' order in `__dict__`),
+# with its default (None where it has none: every entry gives those).
+ENTRY_DEFAULTS = {
+    name: None if info.is_required() else info.default
+    for name, info in HistoryEntry.model_fields.items()
+}
+
+
+def well_typed_proposal(event: Plan.PlanProposed) -> bool:
+    """Whether a proposal's fields hold the types the ledger writes (a decode checks them; an
+    edited row decoded by the library may hold others, which the views must not take in)."""
+    return (
+        type(event.proposal_id) is str
+        and type(event.form) in (str, NoneType)
+        and type(event.client) in (str, NoneType)
+        and type(event.expected_revision) in (int, NoneType)
+        and type(event.operation) in (TaskOperation, NoneType)
+        and type(event.candidate) in (PlanSnapshot, NoneType)
+    )
+
+
+def history_entry(**fields: Any) -> HistoryEntry:
+    """`HistoryEntry(**fields)` for values of their fields' types, without validating them."""
+    ordered = {name: fields.get(name, default) for name, default in ENTRY_DEFAULTS.items()}
+    return built(HistoryEntry, ordered, fields.keys())
 
 
 def updated(view: PlanView, update: dict[str, Any]) -> PlanView:
@@ -277,25 +310,13 @@ def updated(view: PlanView, update: dict[str, Any]) -> PlanView:
     plain view: pydantic's copy goes through `copy.copy` for each of its four parts."""
     if type(view) is not PlanView or view.__pydantic_extra__ or view.__pydantic_private__:
         return view.model_copy(update=update)
-    copied = _new(PlanView)
-    _set(copied, "__dict__", {**view.__dict__, **update})
-    _set(copied, "__pydantic_extra__", None)
-    _set(copied, "__pydantic_fields_set__", view.__pydantic_fields_set__ | update.keys())
-    _set(copied, "__pydantic_private__", None)
-    return copied
+    fields_set = view.__pydantic_fields_set__ | update.keys()
+    return built(PlanView, {**view.__dict__, **update}, fields_set)
 
 
 def committed_snapshot(view: PlanView) -> PlanSnapshot:
     """`PlanSnapshot.model_construct(title=..., goal_id=..., steps=tuple(view.steps))` (the
     plan the rules compare a commit with, and a task operation is applied to), made in one
     step: pydantic's construct walks every field."""
-    snapshot = _new(PlanSnapshot)
-    steps = tuple(view.steps)
-    _set(snapshot, "__dict__", {"title": view.title, "goal_id": view.goal_id, "steps": steps})
-    _set(snapshot, "__pydantic_extra__", None)
-    _set(snapshot, "__pydantic_fields_set__", {"title", "goal_id", "steps"})
-    _set(snapshot, "__pydantic_private__", None)
-    return snapshot
-
-
-_new, _set = object.__new__, object.__setattr__
+    fields = {"title": view.title, "goal_id": view.goal_id, "steps": tuple(view.steps)}
+    return built(PlanSnapshot, fields)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -84,6 +85,7 @@ class ViewStorage(Protocol):
     def max_notification_id(self) -> int: ...
     def wait_for_events(self, timeout: float) -> bool: ...
     def reset(self) -> None: ...
+    def bulk_writes(self) -> AbstractContextManager[None]: ...
     def close(self) -> None: ...
 
 
@@ -347,15 +349,16 @@ class ProjectionRunner:
         self.corrupt.clear()
         with self.changed:
             self.position = 0
-        if (
-            self.workers > 1
-            and can_fork()
-            and self.store.max_notification_id() >= PARALLEL_MIN_EVENTS
-        ):
-            self._rebuild_forked(on_batch)  # resets the views first
-        else:
-            self.store.reset()
-        return self.catch_up(on_batch)
+        with self.store.bulk_writes():
+            if (
+                self.workers > 1
+                and can_fork()
+                and self.store.max_notification_id() >= PARALLEL_MIN_EVENTS
+            ):
+                self._rebuild_forked(on_batch)  # resets the views first
+            else:
+                self.store.reset()
+            return self.catch_up(on_batch)
 
     def close(self) -> None:
         self.store.close()

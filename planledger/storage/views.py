@@ -63,6 +63,12 @@ class ViewStore(ABC):
     def close(self) -> None:
         """Close every connection."""
 
+    @contextmanager
+    def bulk_writes(self) -> Iterator[None]:
+        """A stretch of many large batches (a rebuild): written as this database writes them
+        fastest, and left as durable as ever at its end."""
+        yield
+
     def reset(self) -> None:
         """Forget every view and position (the start of a rebuild)."""
         with self.lock, self._write_transaction():
@@ -295,6 +301,9 @@ def json_value(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str | bytes) else value
 
 
+WAL_AUTOCHECKPOINT = 1000  # pages: SQLite's default
+
+
 class SqliteViewStore(ViewStore):
     placeholder = "?"
     events_table = "stored_events"
@@ -315,6 +324,20 @@ class SqliteViewStore(ViewStore):
         self._data_version = -1
         self._readers = threading.local()
         self._all_readers: list[sqlite3.Connection] = []
+
+    @contextmanager
+    def bulk_writes(self) -> Iterator[None]:
+        # The WAL is copied into the database file once, at the end, instead of at every
+        # 1,000 pages written (each copy also rewrites the pages of the tables' indexes): a
+        # rebuild's writes take about half the time.
+        with self.lock:
+            self.conn.execute("PRAGMA wal_autocheckpoint = 0")
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT}")
+                self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         conn = getattr(self._readers, "conn", None)

@@ -364,6 +364,26 @@ def test_undecodable_event_is_named(
     assert (problem.position, problem.rule) == (3, "unreadable_event")
 
 
+def test_a_strict_plan_restored_from_a_snapshot_keeps_its_policys_rules(
+    database_url: str, new_ledger: Callable[[str], PlanLedger]
+) -> None:
+    """A snapshot stores the policy by name: the plan it restores is still held to every
+    strict rule (a removed accepted step, a blank title), as the plan it was taken from."""
+    app = new_ledger(database_url)
+    app.open_session("long")
+    for n in range(55):  # 110 plan events: a snapshot is taken at version 100
+        done = [(f"s{k}", "completed") for k in range(n)]
+        assert app.submit("long", strict(*done, (f"s{n}", "in_progress"))).status == "committed"
+    assert app.ledger.snapshots is not None and app.ledger.snapshots.get("plan:long")
+    fresh = new_ledger(database_url)
+    removed = fresh.submit("long", strict(("s0", "completed"), ("s54", "in_progress")))
+    assert removed.status == "rejected"
+    assert {v.code for v in removed.violations} == {"step_removed"}
+    kept = [(f"s{k}", "completed") for k in range(54)]
+    blank = fresh.submit("long", strict(*kept, ("s54", "in_progress"), title=" "))
+    assert [v.code for v in blank.violations] == ["blank_title"]
+
+
 def test_snapshots_speed_reads_but_verify_ignores_them(
     database_url: str, new_ledger: Callable[[str], PlanLedger]
 ) -> None:

@@ -26,6 +26,7 @@ from planledger.service.verify import replay, replayed_plan
 from planledger.storage.transcoding import EventTranscoder, PydanticTranscoding
 from projections.decode import PlanEventDecoder
 from projections.fold import fold_events
+from projections.shapes import HistoryEntry, PlanView
 
 SESSION = "s"
 IDS = ["a", "b", "c"]
@@ -156,6 +157,18 @@ def test_replay_verify_and_fold_judge_every_history_alike(rows: list[StoredEvent
         steps = aggregate.snapshot.steps if aggregate.snapshot else ()
         assert tuple(view.steps) == steps
         assert (view.pending_proposal is None) == (aggregate.pending is None)
+    # What the fold builds without validating is what validation builds from the same data.
+    for row in changes.history:
+        data = row.entry.model_dump(by_alias=True)
+        assert row.entry == HistoryEntry.model_validate(data)
+        assert row.entry.model_dump_json(by_alias=True) == HistoryEntry.model_validate(
+            data
+        ).model_dump_json(by_alias=True)
+    for _, view in changes.views.values():
+        assert view == PlanView.model_validate(view.model_dump())
+        assert (
+            view.model_dump_json() == PlanView.model_validate(view.model_dump()).model_dump_json()
+        )
 
 
 def test_the_fold_from_a_stored_view_judges_the_commit_that_follows() -> None:
