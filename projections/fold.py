@@ -301,7 +301,8 @@ def well_typed_proposal(event: Plan.PlanProposed) -> bool:
 
 def history_entry(**fields: Any) -> HistoryEntry:
     """`HistoryEntry(**fields)` for values of their fields' types, without validating them."""
-    ordered = {name: fields.get(name, default) for name, default in ENTRY_DEFAULTS.items()}
+    ordered = ENTRY_DEFAULTS.copy()
+    ordered.update(fields)  # every key is there already: the fields' order stays
     return built(HistoryEntry, ordered, fields.keys())
 
 

@@ -31,6 +31,7 @@ from planledger.storage.scan import scan_events, split_points
 from planledger.storage.settings import DatabaseSettings
 from projections.decode import PlanEventDecoder, bulk_mapper
 from projections.forked import ForkedWorkers, WorkerFailed, can_fork
+from projections.gc_pause import paused_gc
 
 # Below these, starting worker processes costs more than it saves: forked ones start in
 # milliseconds, spawned ones (where this system cannot fork) in about 0.6 s.
@@ -166,14 +167,15 @@ def replay_range(
     decoder = PlanEventDecoder(mapper)
     session_mapper = bulk_mapper(mapper)
     events = scan_events(database, lower, upper)
-    for originator_id, stream in itertools.groupby(events, key=_originator):
-        kind, _, session_id = originator_id.partition(":")
-        if wanted is not None and session_id not in wanted:
-            continue
-        if kind == "plan":
-            plans[session_id] = replayed_plan(session_id, stream, decoder)
-        elif kind == "session":
-            sessions[session_id] = replayed(session_id, stream, session_mapper)
+    with paused_gc():  # a replay makes no cycles: the collector would only re-scan the heap
+        for originator_id, stream in itertools.groupby(events, key=_originator):
+            kind, _, session_id = originator_id.partition(":")
+            if wanted is not None and session_id not in wanted:
+                continue
+            if kind == "plan":
+                plans[session_id] = replayed_plan(session_id, stream, decoder)
+            elif kind == "session":
+                sessions[session_id] = replayed(session_id, stream, session_mapper)
     return sessions, plans
 
 
@@ -243,7 +245,6 @@ def _replay_forked(
         len(bounds) - 1,
         lambda: None,
         lambda _, bound: replay_range(database, mapper, wanted, *bound),
-        collect=True,  # a whole range of aggregates is replayed: let it collect as it goes
     )
     try:
         workers.send(bounds[1:])
