@@ -1,4 +1,4 @@
-"""Finding transcript files and reading their lines cheaply, one at a time.
+"""Finding transcript files and reading their lines cheaply, a block of lines at a time.
 
 Only a line holding one of the reader's markers can hold a plan call, so only those are parsed
 as JSON; every other line gets a structural check (an object: `{` ... `}`), and only a line that
@@ -20,9 +20,9 @@ from typing import Any, BinaryIO
 
 from planledger.importers.report import Errors, LineError
 
-PROGRESS_EVERY = 1 << 20  # bytes between two progress reports
 MAX_LINE_BYTES = 16 << 20  # a longer line is not parsed: no plan call or answer is that long
 CHUNK_BYTES = 1 << 20  # what is held of a longer line at a time
+BLOCK_BYTES = 1 << 18  # what is read at a time (a block, and the start of a line it cuts)
 
 
 def find_files(paths: Sequence[Path], errors: Errors) -> list[Path]:
@@ -72,7 +72,11 @@ def records(
     advance: Callable[[int], None],
 ) -> Iterator[tuple[int, Any]]:
     """(1-based line number, parsed JSON) of each line holding a marker; unreadable lines are
-    added to `errors`; `advance(n)` is told of every n bytes read."""
+    added to `errors`; `advance(n)` is told of every n bytes read.
+
+    The file is read BLOCK_BYTES at a time. A block of well-formed lines (`{...}` each, the
+    common case) is checked whole: its markers found with `bytes.find`, its lines' shape by
+    counting `}\n{` against its newlines; any other block is read line by line."""
     try:
         handle = path.open("rb")
     except OSError as error:
@@ -82,38 +86,109 @@ def records(
     def report(number: int, message: str) -> None:
         errors.append(LineError(path=str(path), line=number, message=message))
 
-    unreported = 0
     with handle:
-        for number, line in enumerate(_lines(handle, markers), 1):
-            unreported += line.size if isinstance(line, LongLine) else len(line)
-            if unreported >= PROGRESS_EVERY:
-                advance(unreported)
-                unreported = 0
-            if isinstance(line, LongLine):
-                if line.marked or not line.object_like:
-                    report(number, f"line of {line.size:,} bytes, too long to read")
-            elif any(marker in line for marker in markers):
-                try:
-                    yield number, json.loads(line)
-                except (ValueError, RecursionError) as error:
-                    report(number, describe(error))
-            else:
-                stripped = line.strip()
-                if stripped and (stripped[:1] != b"{" or stripped[-1:] != b"}"):
-                    try:
-                        json.loads(stripped)
-                    except (ValueError, RecursionError) as error:
-                        report(number, describe(error))
-    advance(unreported)
+        yield from _blocks(handle, markers, report, advance)
 
 
-def _lines(handle: BinaryIO, markers: tuple[bytes, ...]) -> Iterator[bytes | LongLine]:
-    """Each line of `handle`, or what is known of it when it is past MAX_LINE_BYTES."""
-    while line := handle.readline(MAX_LINE_BYTES):
-        if len(line) < MAX_LINE_BYTES or line.endswith(b"\n"):
-            yield line
-        else:
-            yield _scan_rest(handle, line, markers)
+def _blocks(
+    handle: BinaryIO,
+    markers: tuple[bytes, ...],
+    report: Callable[[int, str], None],
+    advance: Callable[[int], None],
+) -> Iterator[tuple[int, Any]]:
+    limit = MAX_LINE_BYTES
+    number = 0  # lines before `data`
+    pending = b""  # the start of a line the blocks read so far have not ended
+    while block := handle.read(BLOCK_BYTES):
+        advance(len(block))
+        data = pending + block if pending else block
+        end = data.rfind(b"\n") + 1
+        pending = data[end:]
+        if end:
+            lines = data.count(b"\n", 0, end)
+            yield from _complete(data, end, lines, number, markers, limit, report)
+            number += lines
+        if len(pending) >= limit:  # a long line: the rest scanned a chunk at a time
+            number += 1
+            long = _scan_rest(handle, pending, markers)
+            advance(long.size - len(pending))
+            if long.marked or not long.object_like:
+                report(number, f"line of {long.size:,} bytes, too long to read")
+            pending = b""
+    if pending:
+        yield from _line(pending, number + 1, markers, limit, report)
+
+
+def _complete(
+    data: bytes,
+    end: int,
+    lines: int,
+    number: int,
+    markers: tuple[bytes, ...],
+    limit: int,
+    report: Callable[[int, str], None],
+) -> Iterator[tuple[int, Any]]:
+    """The marked lines of `data[:end]` (`lines` whole lines), the first being line
+    `number + 1`."""
+    if end > limit or not _well_formed(data, end, lines):
+        start = 0
+        while start < end:
+            stop = data.index(b"\n", start) + 1
+            number += 1
+            yield from _line(data[start:stop], number, markers, limit, report)
+            start = stop
+        return
+    starts: set[int] = set()
+    for marker in markers:
+        found = data.find(marker, 0, end)
+        while found >= 0:
+            starts.add(data.rfind(b"\n", 0, found) + 1)
+            found = data.find(marker, data.index(b"\n", found), end)
+    counted = 0  # newlines of data[:counted] added to `number`
+    for start in sorted(starts):
+        number += data.count(b"\n", counted, start)
+        counted = start
+        line = data[start : data.index(b"\n", start) + 1]
+        try:
+            yield number + 1, json.loads(line)
+        except (ValueError, RecursionError) as error:
+            report(number + 1, describe(error))
+
+
+def _well_formed(data: bytes, end: int, lines: int) -> bool:
+    """Whether each of the `lines` lines of `data[:end]` is `{...}` (no blank line, no
+    padding)."""
+    return (
+        data.startswith(b"{")
+        and data[end - 2 : end] == b"}\n"
+        and data.count(b"}\n{", 0, end) == lines - 1
+    )
+
+
+def _line(
+    line: bytes,
+    number: int,
+    markers: tuple[bytes, ...],
+    limit: int,
+    report: Callable[[int, str], None],
+) -> Iterator[tuple[int, Any]]:
+    """One line read on its own: parsed when marked, else only checked for its shape."""
+    stripped = line.strip()
+    if len(line.removesuffix(b"\n")) >= limit:
+        if any(marker in line for marker in markers) or not (
+            stripped[:1] == b"{" and stripped[-1:] == b"}"
+        ):
+            report(number, f"line of {len(line):,} bytes, too long to read")
+    elif any(marker in line for marker in markers):
+        try:
+            yield number, json.loads(line)
+        except (ValueError, RecursionError) as error:
+            report(number, describe(error))
+    elif stripped and (stripped[:1] != b"{" or stripped[-1:] != b"}"):
+        try:
+            json.loads(stripped)
+        except (ValueError, RecursionError) as error:
+            report(number, describe(error))
 
 
 def _scan_rest(handle: BinaryIO, start: bytes, markers: tuple[bytes, ...]) -> LongLine:

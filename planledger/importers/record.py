@@ -3,7 +3,7 @@ sessions a transaction (a transaction per session would make the disk's flush th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from domain.errors import ErrorKind, LedgerError, SessionNotFound
@@ -23,14 +23,17 @@ class Pending:
     calls: list[Call]
     found: Sequence[PlanCall]
     origin: Origin
+    exists: bool
 
 
 @dataclass(frozen=True)
 class Recorded:
-    """What a session holds already: its proposal ids, and the tasks it ever had."""
+    """What a session holds already: its proposal ids, and the tasks it ever had (`exists`:
+    whether it was found at all)."""
 
     proposal_ids: frozenset[str] = frozenset()
     task_ids: frozenset[str] = frozenset()
+    exists: bool = False
 
 
 def recorded(service: PlanLedger, session_id: str) -> Recorded:
@@ -49,7 +52,7 @@ def recorded(service: PlanLedger, session_id: str) -> Recorded:
         for transition in entry.transitions or ()
         if transition.from_ is None
     }
-    return Recorded(frozenset(entry.proposal_id for entry in entries), frozenset(tasks))
+    return Recorded(frozenset(entry.proposal_id for entry in entries), frozenset(tasks), True)
 
 
 def record_sessions(
@@ -58,17 +61,21 @@ def record_sessions(
     client: str,
     on_error: Callable[[str, Sequence[PlanCall], LedgerError], None],
     source: str | None = None,
+    in_run: Mapping[str, Collection[str]] | None = None,
 ) -> list[SessionImport]:
     """Record each session's `calls` (already in order, each id once), skipping the ones it
     already holds: a call id it has, a task it created already, a call replayed from a session
     that holds it, a call that changed nothing. A session opened here gets `source` and its
     calls' parent and working directory. A session whose calls cannot be recorded (an invalid
     id, a payload the ledger refuses to read) goes to `on_error`; a storage failure propagates
-    (what was written stays written)."""
+    (what was written stays written). `in_run` holds the call ids of every session of the run
+    when `sessions` are only a share of it (a fork's replayed call is then known wherever it
+    is recorded)."""
     results: list[SessionImport] = []
     group: dict[str, Pending] = {}
     size = 0
-    in_run = {session_id: {call.call_id for call in calls} for session_id, calls in sessions}
+    if in_run is None:
+        in_run = {session_id: {call.call_id for call in calls} for session_id, calls in sessions}
     held: dict[str, Recorded] = {}
 
     def holds(session_id: str) -> Recorded:
@@ -120,7 +127,7 @@ def record_sessions(
         if not new:
             results.append(result)
             continue
-        group[session_id] = Pending(result, new, calls, origin)
+        group[session_id] = Pending(result, new, calls, origin, known.exists)
         size += len(new)
         if size >= TRANSACTION_CALLS:
             flush()
@@ -149,6 +156,7 @@ def _write(
             {sid: pending.calls for sid, pending in group.items()},
             open_missing=True,
             origins={sid: pending.origin for sid, pending in group.items()},
+            absent={sid for sid, pending in group.items() if not pending.exists},
         )
     except LedgerError as error:
         if error.kind not in REPORTED_KINDS or len(group) == 1:

@@ -75,6 +75,15 @@ class ErrorLog:
         count, first, last = self.unlisted.get(error.path, (0, error.line, error.line))
         self.unlisted[error.path] = (count + 1, min(first, error.line), max(last, error.line))
 
+    def merge(self, other: ErrorLog) -> None:
+        """Add the errors of `other`, a log of other files (a share of a run read elsewhere)."""
+        for error in other.kept:
+            self.append(error)
+        for path, (count, first, last) in other.unlisted.items():
+            self.per_file[path] = self.per_file.get(path, 0) + count
+            known, low, high = self.unlisted.get(path, (0, first, last))
+            self.unlisted[path] = (known + count, min(low, first), max(high, last))
+
     def report(self) -> list[LineError]:
         """The errors kept, then one entry per file whose other errors were only counted."""
         return self.kept + [

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,12 +134,15 @@ class PlanLedger:
         *,
         open_missing: bool = False,
         origins: Mapping[str, Origin] | None = None,
+        absent: Collection[str] = (),
     ) -> dict[str, list[Decision]]:
         """Bulk recording (imports): many sessions' calls in one transaction, each decided as
         `submit` would; `open_missing` opens the sessions that do not exist yet (with their
-        `origins`). Their plan.json files are back-filled in the background, not written one
-        by one."""
-        results = self.ledger.submit_sessions(batches, open_missing=open_missing, origins=origins)
+        `origins`; those in `absent` were just found missing and are not looked for first).
+        Their plan.json files are back-filled in the background, not written one by one."""
+        results = self.ledger.submit_sessions(
+            batches, open_missing=open_missing, origins=origins, absent=absent
+        )
         self._after_write()
         return results
 

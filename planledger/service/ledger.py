@@ -8,7 +8,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -137,15 +137,18 @@ class Ledger(Application[str]):
         # long plan, on the command's path); the aggregate just saved is that state already.
         if self.snapshots is None:
             return
-        snapshots = []
-        for aggregate_id, aggregate in processing_event.aggregates.items():
-            interval = self.snapshotting_intervals.get(type(aggregate))
-            due = interval is not None and any(
-                event.originator_id == aggregate_id and event.originator_version % interval == 0
-                for event in processing_event.events
-            )
-            if due and isinstance(aggregate, Aggregate):
-                snapshots.append(Aggregate.Snapshot.take(aggregate))
+        aggregates = processing_event.aggregates
+        due = set()  # in one pass over the events: a bulk save holds thousands of aggregates
+        for event in processing_event.events:
+            aggregate = aggregates.get(event.originator_id)
+            interval = self.snapshotting_intervals.get(type(aggregate)) if aggregate else None
+            if interval is not None and event.originator_version % interval == 0:
+                due.add(event.originator_id)
+        snapshots = [
+            Aggregate.Snapshot.take(aggregate)
+            for aggregate_id, aggregate in aggregates.items()
+            if aggregate_id in due and isinstance(aggregate, Aggregate)
+        ]
         if snapshots:
             self.snapshots.put(snapshots)
 
@@ -340,15 +343,18 @@ class Ledger(Application[str]):
         *,
         open_missing: bool = False,
         origins: Mapping[str, Origin] | None = None,
+        absent: Collection[str] = (),
     ) -> dict[str, list[Decision]]:
         """`submit_batch` for many sessions at once, all in one transaction; with
         `open_missing`, a session that does not exist yet is opened in it too, with its
-        origin from `origins`."""
+        origin from `origins`. The sessions in `absent` were just found missing (a bulk
+        import): they are opened without a look first (one opened meanwhile makes the save
+        fail, and the retry looks)."""
         parsed: dict[str, list[ParsedCall]] = {}
         for session_id, calls in batches.items():
             validate_id(session_id)
             parsed[session_id] = [parse_call(call) for call in calls]
-        return self._record_sessions(parsed, open_missing, origins or {})
+        return self._record_sessions(parsed, open_missing, origins or {}, absent)
 
     @heals
     def _record_sessions(
@@ -356,8 +362,9 @@ class Ledger(Application[str]):
         batches: dict[str, list[ParsedCall]],
         open_missing: bool,
         origins: Mapping[str, Origin],
+        absent: Collection[str] = (),
     ) -> dict[str, list[Decision]]:
-        for _ in self._attempts():
+        for attempt in self._attempts():
             aggregates: list[Aggregate] = []
             before: dict[str, PlanView | None] = {}
             plans: dict[str, Plan] = {}
@@ -365,6 +372,8 @@ class Ledger(Application[str]):
             offset = 0  # events of the aggregates before this one, in the order they are stored
             for session_id, calls in batches.items():
                 try:
+                    if open_missing and not attempt and session_id in absent:
+                        raise SessionNotFound(session_id)
                     plan, view = self._checkout(session_id)
                     before[session_id] = view
                 except SessionNotFound:

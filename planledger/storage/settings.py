@@ -123,6 +123,14 @@ def database_settings(url: str | None = None) -> DatabaseSettings:
     )
 
 
+def patient(settings: DatabaseSettings, seconds: int) -> DatabaseSettings:
+    """`settings` with SQLite's write lock waited for up to `seconds` (PostgreSQL's as they
+    are): for the writers of one bulk import, who wait for each other's transactions."""
+    if settings.is_postgres:
+        return settings
+    return DatabaseSettings(settings.url, {**settings.env, "SQLITE_LOCK_TIMEOUT": str(seconds)})
+
+
 def postgres_conninfo(settings: DatabaseSettings) -> str:
     """The libpq connection string of a PostgreSQL setting (tables in its schema)."""
     from psycopg.conninfo import make_conninfo
