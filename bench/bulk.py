@@ -1,0 +1,242 @@
+"""The bulk bench of issue 22: import a corpus of agent transcripts, then verify and rebuild
+the store it made, each beside a bare baseline of the same run.
+
+    python bench/bulk.py [--database postgres|sqlite|URL] [--kind codex|claude] [--files 600]
+        [--calls 30] [--corpus DIR] [--rounds 3] [--output bench/results/bulk_KIND.json]
+
+One database a run (default postgres): run it twice, `--database postgres` then `--database
+sqlite` (written to bulk_KIND.json and bulk_KIND_sqlite.json). The corpus (bench/shapes.py,
+seeded: the defaults are the issue's 600 Codex rollouts of 30 `update_plan` calls of an 8-step
+plan, about 100 MB) is written once into --corpus, and reused when its marker file names the
+same parameters (default: a temporary folder). On a fresh store, then:
+
+  json_loads       baseline A: every line of every file read and `json.loads`-ed (MB/s);
+  import           `import_paths`, the function `planledger import` calls, in this process,
+                   plan.json files written under a temporary home (MB/s; calls/s, calls =
+                   committed + rejected + skipped);
+  import_cli       the installed `planledger --database URL import KIND DIR --json` (no warm
+                   process) into a second fresh store: the same plus interpreter start-up;
+  bare_decode      baseline B: every stored event row in stream order, `json.loads` of its state;
+  pydantic_decode  the same with `pydantic_core.from_json`;
+  verify           `ledger.verify()`: every session replayed, every rule re-checked;
+  rebuild          `ProjectionRunner.rebuild()` of the views, as `projections rebuild` does.
+
+The imports run once; json_loads before them and every round; the four passes over the store
+--rounds times, in rotated order. Medians are reported, with ratios to the baselines of the
+same run (import to json_loads MB/s, the store passes to bare_decode events/s), the client CPU
+(this process and its finished workers, not the database server's) per call or event, and the
+bars of the issue: import >= 20 MB/s and >= 2,000 calls/s, verify and rebuild >= 40k events/s.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common
+import pydantic_core
+from shapes import write_corpus
+from verify_rebuild import client_cpu, rebuild
+
+from planledger.importers import import_paths
+from planledger.service import PlanLedger, open_planledger
+from planledger.storage.scan import scan_events
+
+SEED = 22
+MARKER = ".bulk-corpus.json"
+BARS = {"import_mb_s": 20.0, "import_calls_s": 2_000.0, "verify": 40_000.0, "rebuild": 40_000.0}
+
+
+def corpus(folder: Path, kind: str, files: int, calls: int) -> tuple[list[Path], int, float]:
+    """The corpus's files and bytes, and the seconds spent writing it (0 when reused)."""
+    shape = hashlib.sha256((Path(__file__).parent / "shapes.py").read_bytes()).hexdigest()[:12]
+    wanted = {"kind": kind, "files": files, "calls": calls, "seed": SEED, "shapes": shape}
+    marker = folder / MARKER
+    seconds = 0.0
+    if not marker.exists() or json.loads(marker.read_text()) != wanted:
+        if marker.exists():
+            shutil.rmtree(folder)  # a corpus of this bench, of other parameters
+        elif folder.exists() and any(folder.iterdir()):
+            raise SystemExit(f"{folder} is neither empty nor a corpus of this bench")
+        started = time.perf_counter()
+        write_corpus(folder, kind, files, calls, SEED)
+        marker.write_text(json.dumps(wanted) + "\n")
+        seconds = time.perf_counter() - started
+    paths = sorted(folder.rglob("*.jsonl"))
+    return paths, sum(path.stat().st_size for path in paths), seconds
+
+
+def json_loads(paths: list[Path]) -> None:
+    for path in paths:
+        with path.open("rb") as handle:
+            for line in handle:
+                json.loads(line)
+
+
+def decode(service: PlanLedger, loads: Callable[[bytes], Any]) -> int:
+    count = 0
+    for stored in scan_events(service.database):
+        loads(stored.state)
+        count += 1
+    return count
+
+
+def verify(service: PlanLedger) -> None:
+    report = service.ledger.verify()
+    assert report.ok, report.problems[:3]
+
+
+def timed(work: Callable[[], Any]) -> tuple[Any, float, float]:
+    """What `work` returns, its wall-clock seconds and the client CPU seconds it took."""
+    cpu, started = client_cpu(), time.perf_counter()
+    value = work()
+    return value, time.perf_counter() - started, client_cpu() - cpu
+
+
+def calls_of(sessions: list[dict[str, Any]]) -> int:
+    return sum(s["committed"] + s["rejected"] + s["skipped"] for s in sessions)
+
+
+def import_cli(url: str, home: Path, kind: str, folder: Path) -> tuple[int, float, float]:
+    env = {**os.environ, "PLANLEDGER_HOME": str(home), "PLANLEDGER_NO_WARM": "1"}
+    env.pop("PLANLEDGER_DATABASE_URL", None)
+    command = [common.planledger(), "--database", url, "import", kind, str(folder), "--json"]
+    run = functools.partial(subprocess.run, command, env=env, capture_output=True, text=True)
+    done, seconds, cpu = timed(run)
+    if done.returncode:
+        raise SystemExit(f"planledger import exited {done.returncode}: {done.stderr[-2000:]}")
+    return calls_of(json.loads(done.stdout)["sessions"]), seconds, cpu
+
+
+def row(
+    unit: str,
+    values: list[float],
+    base: float | None = None,
+    cpu: list[float] | None = None,
+    bar: float | None = None,
+) -> dict[str, Any]:
+    mid = common.median(values)
+    return {
+        "unit": unit,
+        **common.spread(values),
+        "rounds": [round(v, 1) for v in values],
+        "ratio_to_baseline": common.ratio(mid, base) if base else None,
+        "client_cpu_us": round(common.median(cpu), 2) if cpu else None,
+        "bar": bar,
+        "passed": None if bar is None else mid >= bar,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = common.parser("bulk", __doc__ or "", rounds=3)
+    p.add_argument("--kind", choices=("codex", "claude"), default="codex")
+    p.add_argument("--files", type=int, default=600, help="transcripts in the corpus")
+    p.add_argument("--calls", type=int, default=30, help="plan calls per transcript")
+    p.add_argument("--corpus", type=Path, default=None, help="default: a temporary folder")
+    p.set_defaults(benchmark=f"bulk_{p.parse_args(argv).kind}")
+    args = common.parse(p, argv)
+    with tempfile.TemporaryDirectory(prefix="bench_bulk_") as scratch:
+        folder = args.corpus or Path(scratch) / "corpus"
+        paths, size, written = corpus(folder, args.kind, args.files, args.calls)
+        mb = size / 1e6
+        print(f"corpus: {len(paths)} {args.kind} files, {mb:.1f} MB in {folder}", end="")
+        print(f" (written in {written:.1f} s)" if written else " (reused)", flush=True)
+        loads_mb_s = [mb / timed(lambda: json_loads(paths))[1]]
+        with common.fresh_store(args.database, "bench_bulk") as url:
+            service = open_planledger(url, home=Path(scratch) / "home")
+            report, import_seconds, import_cpu = timed(
+                functools.partial(import_paths, service, args.kind, [folder])
+            )
+            assert not report.errors, report.errors[:3]
+            sessions = [s.model_dump() for s in report.sessions]
+            calls = calls_of(sessions)
+            print(f"import: {calls} calls of {len(sessions)} sessions in {import_seconds:.1f} s")
+            with common.fresh_store(args.database, "bench_bulk_cli") as cli_url:
+                cli_calls, cli_seconds, cli_cpu = import_cli(
+                    cli_url, Path(scratch) / "home_cli", args.kind, folder
+                )
+            assert cli_calls == calls, (cli_calls, calls)
+            print(f"import_cli: {cli_calls} calls in {cli_seconds:.1f} s", flush=True)
+            events = decode(service, lambda state: None)
+            print(f"store: {events} events", flush=True)
+            passes: dict[str, Callable[[], Any]] = {
+                "json_loads": lambda: json_loads(paths),
+                "bare_decode": lambda: decode(service, json.loads),
+                "pydantic_decode": lambda: decode(service, pydantic_core.from_json),
+                "verify": lambda: verify(service),
+                "rebuild": lambda: rebuild(service),
+            }
+            rates: dict[str, list[float]] = {name: [] for name in passes if name != "json_loads"}
+            cpus: dict[str, list[float]] = {name: [] for name in rates}
+            names = list(passes)
+            for r in range(args.rounds):
+                for name in names[r % len(names) :] + names[: r % len(names)]:
+                    _, took, cpu = timed(passes[name])
+                    if name == "json_loads":
+                        loads_mb_s.append(mb / took)
+                        continue
+                    rates[name].append(events / took)
+                    cpus[name].append(cpu / events * 1e6)
+                line = "  ".join(f"{name}={rates[name][-1]:,.0f}/s" for name in rates)
+                print(f"round {r + 1}/{args.rounds}: {line}", flush=True)
+            service.close()
+    loads, decoded = common.median(loads_mb_s), common.median(rates["bare_decode"])
+    rows = {
+        "json_loads_mb_s": row("MB/s", loads_mb_s),
+        "import_mb_s": row("MB/s", [mb / import_seconds], loads, bar=BARS["import_mb_s"]),
+        "import_calls_s": row(
+            "calls/s",
+            [calls / import_seconds],
+            cpu=[import_cpu / calls * 1e6],
+            bar=BARS["import_calls_s"],
+        ),
+        "import_cli_mb_s": row("MB/s", [mb / cli_seconds], loads),
+        "import_cli_calls_s": row("calls/s", [calls / cli_seconds], cpu=[cli_cpu / calls * 1e6]),
+        **{
+            f"{name}_events_s": row("events/s", values, decoded, cpus[name], BARS.get(name))
+            for name, values in rates.items()
+        },
+    }
+    print(
+        f"\n{'row':<25} {'median':>10} {'min':>10} {'max':>10} {'x base':>7} {'cpu us':>7} "
+        f"{'bar':>8}  result"
+    )
+    for name, r in rows.items():
+        ratio = f"{r['ratio_to_baseline']:.3f}" if r["ratio_to_baseline"] else "-"
+        cpu_us = f"{r['client_cpu_us']:.1f}" if r["client_cpu_us"] else "-"
+        bar = f"{r['bar']:,.0f}" if r["bar"] else "-"
+        verdict = {None: "", True: "pass", False: "FAIL"}[r["passed"]]
+        print(
+            f"{name:<25} {r['median']:>10,.1f} {r['min']:>10,.1f} {r['max']:>10,.1f} "
+            f"{ratio:>7} {cpu_us:>7} {bar:>8}  {verdict}"
+        )
+    document = common.result(
+        args,
+        corpus={
+            "kind": args.kind,
+            "files": len(paths),
+            "calls_per_file": args.calls,
+            "bytes": size,
+            "write_seconds": round(written, 2),
+        },
+        store={"sessions": len(sessions), "calls": calls, "events": events},
+        rows=rows,
+        bars_passed=all(r["passed"] for r in rows.values() if r["passed"] is not None),
+    )
+    common.write_result(args.output, document)
+
+
+if __name__ == "__main__":
+    main()
