@@ -11,7 +11,8 @@ plan, about 100 MB) is written once into --corpus, and reused when its marker fi
 same parameters (default: a temporary folder). On a fresh store, then:
 
   json_loads       baseline A: every line of every file read and `json.loads`-ed (MB/s);
-  import           `import_paths`, the function `planledger import` calls, in this process,
+  import           `import_paths`, the function `planledger import` calls (in as many
+                   processes as it uses),
                    plan.json files written under a temporary home (MB/s; calls/s, calls =
                    committed + rejected + skipped);
   import_cli       the installed `planledger --database URL import KIND DIR --json` (no warm
@@ -51,6 +52,7 @@ from shapes import write_corpus
 from verify_rebuild import client_cpu, rebuild
 
 from planledger.importers import import_paths
+from planledger.importers.parallel import shares_wanted
 from planledger.service import PlanLedger, open_planledger
 from planledger.storage.scan import scan_events
 
@@ -156,8 +158,9 @@ def main(argv: list[str] | None = None) -> None:
         loads_mb_s = [mb / timed(lambda: json_loads(paths))[1]]
         with common.fresh_store(args.database, "bench_bulk") as url:
             service = open_planledger(url, home=Path(scratch) / "home")
+            shares = shares_wanted(service.database)  # as `planledger import` spreads it
             report, import_seconds, import_cpu = timed(
-                functools.partial(import_paths, service, args.kind, [folder])
+                functools.partial(import_paths, service, args.kind, [folder], shares=shares)
             )
             assert not report.errors, report.errors[:3]
             sessions = [s.model_dump() for s in report.sessions]

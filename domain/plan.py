@@ -14,6 +14,7 @@ from domain.plan_state import (
     SUPERSEDED,
     Outcome,
     PendingProposal,
+    PlanFacts,
     PlanState,
     check_created,
     check_next,
@@ -79,7 +80,7 @@ class Plan(Aggregate):
         explanation: str | None = None
         operation: TaskOperation | None = None
 
-        def apply(self, aggregate: Plan) -> None:
+        def apply(self, aggregate: PlanFacts) -> None:
             record_proposal(
                 aggregate,
                 self.originator_version,
@@ -116,7 +117,7 @@ class Plan(Aggregate):
         proposal_id: str
         violations: tuple[Violation, ...]
 
-        def apply(self, aggregate: Plan) -> None:
+        def apply(self, aggregate: PlanFacts) -> None:
             record_rejection(
                 aggregate, self.originator_version, self.proposal_id, tuple(self.violations)
             )
@@ -190,20 +191,9 @@ def apply_to_state(
     position = event.originator_version
     if isinstance(event, Plan.PlanCreated):
         return plan_created(session_id, position, plan), None
-    if isinstance(event, Plan.PlanProposed):
+    if isinstance(event, Plan.PlanProposed | Plan.PlanRejected):
         plan = follows(plan, session_id, position)
-        record_proposal(
-            plan,
-            position,
-            proposal_id=event.proposal_id,
-            form=event.form,
-            candidate=event.candidate,
-            expected_revision=event.expected_revision,
-            fingerprint=event.fingerprint,
-            shape_violations=event.shape_violations,
-            proposed_at=event.timestamp,
-            operation=event.operation,
-        )
+        event.apply(plan)
         return plan, None
     if isinstance(event, Plan.PlanCommitted):
         plan = follows(plan, session_id, position)
@@ -211,10 +201,6 @@ def apply_to_state(
             plan, position, event.proposal_id, event.revision, event.snapshot, judged=judged
         )
         return plan, before
-    if isinstance(event, Plan.PlanRejected):
-        plan = follows(plan, session_id, position)
-        record_rejection(plan, position, event.proposal_id, tuple(event.violations))
-        return plan, None
     raise CorruptHistory(
         session_id, position, "unreadable_event", f"a {type(event).__name__} in a plan's stream"
     )

@@ -356,7 +356,7 @@ def _evaluate_operation(
     made, violations = apply_operation(plan.snapshot, pending.operation)
     if made is None:
         return violations
-    if pending.candidate != made:
+    if not same_snapshot(pending.candidate, made):
         violations.append(
             Violation(
                 code="snapshot_mismatch",
