@@ -12,8 +12,9 @@ committed views and tracked separately (rewriting a file is idempotent).
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
@@ -60,6 +61,20 @@ class LoadedView:
     corrupt: bool
 
 
+# (aggregate id, version) -> (store position, stored state) of each event of a batch
+Stored = dict[tuple[str, int], tuple[int, bytes]]
+Bounds = tuple[int, int]  # (events in a batch, store position of its last)
+
+
+class ShareReader(Protocol):
+    """Reads, in a forked worker, the events of one share of the sessions (see
+    ViewStorage.share_reader)."""
+
+    def read(self, after: int, upto: int, share: int) -> list[tuple[Any, ...]]:
+        """(id, originator_id, originator_version, topic, state) of the folded events in
+        (after, upto] of the sessions of `share`, in order."""
+
+
 class ViewStorage(Protocol):
     """What the runner needs of the database that holds the views (see planledger.storage)."""
 
@@ -74,14 +89,23 @@ class ViewStorage(Protocol):
         expected_position: int,
         new_position: int,
         changes: ViewChanges,
-        positions: dict[tuple[str, int], int],
+        stored: Stored,
     ) -> None: ...
-    def batch_rows(self, changes: ViewChanges, positions: dict[tuple[str, int], int]) -> Any:
+    def batch_rows(self, changes: ViewChanges, stored: Stored) -> Any:
         """A batch's changes as the rows `write_batch_rows` writes (no I/O)."""
 
     def write_batch_rows(
         self, expected_position: int, new_position: int, parts: Sequence[Any]
     ) -> None: ...
+    def batch_bounds(self, after: int, limit: int) -> Bounds:
+        """(how many, store position of the last) of the next `limit` committed events after
+        `after`, never past one still in flight; (0, after) when there are none."""
+
+    def share_reader(self, count: int, session_topics: Collection[str]) -> ShareReader:
+        """What forked workers read their share of the events with, one of `count` shares
+        each: a session's events (plan events, and its events of `session_topics`) are all in
+        one share. It connects on first use, in the worker."""
+
     def max_notification_id(self) -> int: ...
     def wait_for_events(self, timeout: float) -> bool: ...
     def reset(self) -> None: ...
@@ -107,9 +131,10 @@ def event_rows(rows: Sequence[tuple[Any, ...]]) -> list[EventRow]:
 
 @dataclass
 class FoldState:
-    """What a fold worker keeps between batches: the views of its sessions, the rules' facts
-    of their plans, and which of them broke a rule."""
+    """What a fold worker keeps between batches: how it reads its share of the events, the
+    views of its sessions, the rules' facts of their plans, and which of them broke a rule."""
 
+    reader: ShareReader | None = None
     views: dict[str, PlanView] = field(default_factory=dict)
     plans: dict[str, PlanState] = field(default_factory=dict)
     broken: set[str] = field(default_factory=set)
@@ -183,9 +208,9 @@ class ProjectionRunner:
             sid: loaded[sid].view if sid in loaded else None for sid in touched
         }
         corrupt = [sid for sid, view in loaded.items() if view.corrupt]
-        changes, positions = self._fold(batch, views, corrupt)
+        changes, stored = self._fold(batch, views, corrupt)
         reached = batch[-1].id
-        self.store.write_batch(position, reached, changes, positions)
+        self.store.write_batch(position, reached, changes, stored)
         self.corrupt.update(changes.corrupt)
         return reached
 
@@ -195,16 +220,19 @@ class ProjectionRunner:
         views: Mapping[str, PlanView | None],
         corrupt: Sequence[str],
         plans: dict[str, PlanState] | None = None,
-    ) -> tuple[ViewChanges, dict[tuple[str, int], int]]:
+    ) -> tuple[ViewChanges, Stored]:
         """The batch decoded and folded onto `views` (the touched sessions' views before it;
         `corrupt`: those already broken; `plans`: the rules' facts kept since the last batch),
-        and the store position of each event."""
+        and the store position and state of each event."""
         events: list[tuple[Event, int]] = []
         unreadable: dict[str, CorruptHistory] = {}
-        positions: dict[tuple[str, int], int] = {}
+        stored: Stored = {}
         for notification in batch:
             originator = str(notification.originator_id)
-            positions[(originator, notification.originator_version)] = notification.id
+            stored[(originator, notification.originator_version)] = (
+                notification.id,
+                notification.state,
+            )
             if not folded(originator, notification.topic):
                 continue
             try:
@@ -230,41 +258,46 @@ class ProjectionRunner:
         changes = fold_events(views, events, corrupt=corrupt, states=plans)
         for session_id, unread in unreadable.items():
             changes.corrupt.setdefault(session_id, unread)
-        return changes, positions
+        return changes, stored
 
     # -- a rebuild spread over worker processes ----------------------------------------------
 
     def _rebuild_forked(self, on_batch: Callable[[int, int], None] | None) -> None:
-        """Reset the views, then apply the events from position 0, each batch's decoding,
-        folding and rows made by forked workers (each for its own sessions) while this
-        process writes the batch before and reads the batch after (and resets the views while
-        they fold the first). Every batch still commits with its position, so this stops at
-        any batch and `catch_up` goes on from there: when another runner moved the position,
-        a worker failed, or a worker holds MAX_WORKER_SESSIONS views."""
+        """Reset the views, then apply the events from position 0, each batch read, decoded,
+        folded and made into rows by forked workers (each reads the events of its own
+        sessions, on a connection of its own) while this process writes the batch before (and
+        resets the views while they fold the first). Every batch still commits with its
+        position, so this stops at any batch and `catch_up` goes on from there: when another
+        runner moved the position, a worker failed, or a worker holds MAX_WORKER_SESSIONS
+        views."""
         count = self.workers
-        workers = ForkedWorkers(count, FoldState, self._fold_part)
+        reader = self.store.share_reader(count, SESSION_TOPICS)
+        workers = ForkedWorkers(count, functools.partial(FoldState, reader), self._fold_part)
         reset = False
+
+        def send(bounds: Bounds, after: int) -> None:
+            workers.send([(after, bounds[1], share) for share in range(count)])
+
         try:
             # The rows of a batch hold no cycles: the collector would only re-scan this
             # process's heap (a large one after building a store) between batches.
             with paused_gc():
-                batch = self.store.read_event_rows(0, FORKED_BATCH)
-                if batch:
-                    workers.send(self._split(batch, count))
+                bounds = self.store.batch_bounds(0, FORKED_BATCH)
+                if bounds[0]:
+                    send(bounds, 0)
                 self.store.reset()
                 reset = True
                 position = 0
-                upcoming = self._after(batch)
-                while batch:
+                while bounds[0]:
+                    upcoming = self._bounds_after(bounds)
                     answers: list[FoldedPart] = workers.receive()
                     full = any(answer.full for answer in answers)
-                    if upcoming and not full:
-                        workers.send(self._split(upcoming, count))  # folded while we write
-                    position = self._write_folded(position, batch, answers, on_batch)
+                    if upcoming[0] and not full:
+                        send(upcoming, bounds[1])  # folded while we write
+                    position = self._write_folded(position, bounds, answers, on_batch)
                     if full:
                         return
-                    batch = upcoming
-                    upcoming = self._after(batch)  # read while the workers fold
+                    bounds = upcoming
         except (StaleBatch, WorkerFailed):
             pass  # the views stored are those of the last batch written: catch_up goes on
         finally:
@@ -275,43 +308,36 @@ class ProjectionRunner:
     def _write_folded(
         self,
         position: int,
-        batch: list[tuple[Any, ...]],
+        bounds: Bounds,
         answers: list[FoldedPart],
         on_batch: Callable[[int, int], None] | None,
     ) -> int:
         """Write a batch the workers folded (it expects the views at `position`)."""
-        reached: int = batch[-1][0]
+        events, reached = bounds
         self.store.write_batch_rows(position, reached, [answer.rows for answer in answers])
         for answer in answers:
             for sid, at, rule, detail in answer.corrupt:
                 self.corrupt[sid] = CorruptHistory(sid, at, rule, detail)
         self._advance(reached)
         if on_batch:
-            on_batch(len(batch), reached)
+            on_batch(events, reached)
         return reached
 
-    def _after(self, batch: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-        if len(batch) < FORKED_BATCH:
-            return []  # the end of the store when it was read; catch_up takes any newer
-        return self.store.read_event_rows(batch[-1][0], FORKED_BATCH)
+    def _bounds_after(self, bounds: Bounds) -> Bounds:
+        if bounds[0] < FORKED_BATCH:
+            return (0, bounds[1])  # the end of the store when it was read: catch_up goes on
+        return self.store.batch_bounds(bounds[1], FORKED_BATCH)
 
-    @staticmethod
-    def _split(batch: list[tuple[Any, ...]], count: int) -> list[list[tuple[Any, ...]]]:
-        """The batch's events each worker folds (by session)."""
-        parts: list[list[tuple[Any, ...]]] = [[] for _ in range(count)]
-        for row in batch:
-            originator = row[1]
-            if folded(originator, row[3]):  # (no row needs a skipped event's position)
-                parts[hash(originator.partition(":")[2]) % count].append(row)
-        return parts
-
-    def _fold_part(self, state: FoldState, part: list[tuple[Any, ...]]) -> FoldedPart:
-        """In a worker: its share of a batch folded onto the views it holds."""
+    def _fold_part(self, state: FoldState, share: tuple[int, int, int]) -> FoldedPart:
+        """In a worker: its share (after, upto, share) of a batch read and folded onto the
+        views it holds."""
+        assert state.reader is not None
+        part = state.reader.read(*share)
         batch = event_rows(part)
         touched = {o.removeprefix("plan:") for _, o, *_ in part if o.startswith("plan:")}
         views = {sid: state.views.get(sid) for sid in touched}
         broken = sorted(touched & state.broken)
-        changes, positions = self._fold(batch, views, broken, state.plans)
+        changes, stored = self._fold(batch, views, broken, state.plans)
         for session_id, (_, view) in changes.views.items():
             state.views[session_id] = view
         state.broken.update(changes.corrupt)
@@ -319,7 +345,7 @@ class ProjectionRunner:
             (sid, error.position, error.rule, error.detail)
             for sid, error in changes.corrupt.items()
         ]
-        rows = self.store.batch_rows(changes, positions)
+        rows = self.store.batch_rows(changes, stored)
         return FoldedPart(rows, corrupt, len(state.views) > MAX_WORKER_SESSIONS)
 
     # -- waiting ------------------------------------------------------------------------------

@@ -40,9 +40,11 @@ class PlanView(Model):
 
 
 class Transition(Model):
+    # A status None (a step added or removed) may be left out of a stored history entry,
+    # which keeps no null (planledger.storage.view_rows); every output writes both.
     step_id: str
-    from_: str | None = Field(alias="from", serialization_alias="from")
-    to: str | None
+    from_: str | None = Field(default=None, alias="from", serialization_alias="from")
+    to: str | None = None
 
     model_config = ConfigDict(populate_by_name=True)
 

@@ -31,6 +31,7 @@ from planledger.storage.errors import probe_cause, unavailable_cause
 from planledger.storage.settings import DatabaseSettings, database_settings, home_dir
 from planledger.storage.views import ViewStore, open_store
 from projections.compaction import DEFAULT_MAX_CHARS, CompactionSnapshot, build_plan_snapshot
+from projections.decode import PlanEventDecoder
 from projections.runner import ProjectionRunner
 from projections.shapes import CorruptMark, History, PlanView, SessionList
 
@@ -188,7 +189,7 @@ class PlanLedger:
             raise RevisionNotFound(
                 f"session {session_id!r} has no revision {revision} (latest: {view.revision})"
             )
-        at = self.views.plan_at(session_id, revision)
+        at = self.views.plan_at(session_id, revision, self._decoder())
         if at is None:
             raise RevisionNotFound(f"session {session_id!r} has no revision {revision}")
         return at
@@ -214,6 +215,11 @@ class PlanLedger:
         if self.views.plan_view(session_id) is None:
             raise SessionNotFound(session_id)
         return build_plan_snapshot(lambda: self.plan(session_id), max_chars)
+
+    def _decoder(self) -> PlanEventDecoder:
+        """A decoder of commit events for one read (it remembers what it decoded: a thread
+        of its own each)."""
+        return PlanEventDecoder(self.ledger.mapper)
 
     def _sound_view(self, session_id: str) -> PlanView:
         validate_id(session_id)
@@ -279,7 +285,9 @@ class PlanLedger:
                 entry=entry,
                 plan=view,
             )
-            for sid, position, entry, view in self.views.feed_after(after, session_id, limit)
+            for sid, position, entry, view in self.views.feed_after(
+                after, session_id, limit, self._decoder()
+            )
         ]
 
     def health(self) -> Health:

@@ -37,14 +37,19 @@ class OneTripPostgresRecorder(PostgresApplicationRecorder):
     ) -> Sequence[int] | None:
         if not stored_events:
             return []
-        rows = rows_of(views.changes, lambda *_: None) if views is not None else ViewRows()
+        states = {(str(e.originator_id), e.originator_version): e.state for e in stored_events}
+        rows = (
+            rows_of(views.changes, lambda *key: (None, states.get(key)))
+            if views is not None
+            else ViewRows()
+        )
         params: list[Any] = []
         for event in stored_events:
             params += (event.originator_id, event.originator_version, event.topic, event.state)
         for row in rows.views:  # (session_id, version, position, revision, view)
             params += (row[0], row[1], row[3], row[4])
-        for row in rows.history:  # (session_id, position, _, kind, revision, entry, view)
-            params += (row[0], row[1], row[3], row[4], row[5], row[6])
+        for row in rows.history:  # (session_id, position, _, kind, revision, entry, view, digest)
+            params += (row[0], row[1], row[3], row[4], row[5], row[6], row[7])
         for row in rows.sessions:
             params += row
         error: Exception | None = None
@@ -148,16 +153,16 @@ def insert_with_views(
         parts.append(
             sql.SQL(
                 ", h AS (INSERT INTO {table} "
-                "(session_id, position, notification_id, kind, revision, entry, view) "
-                "SELECT r.sid, r.pos, ins.notification_id, r.kind, r.revision, r.entry, r.view "
-                "FROM (VALUES {rows}) AS r(sid, pos, kind, revision, entry, view) "
+                "(session_id, position, notification_id, kind, revision, entry, view, digest) "
+                "SELECT r.sid, r.pos, ins.notification_id, r.kind, r.revision, r.entry, r.view, "
+                "r.digest FROM (VALUES {rows}) AS r(sid, pos, kind, revision, entry, view, digest) "
                 "JOIN ins ON ins.originator_id = 'plan:' || r.sid "
                 "AND ins.originator_version = r.pos WHERE EXISTS (SELECT 1 FROM caught))"
             ).format(
                 table=sql.Identifier(schema, "planledger_plan_history"),
                 rows=values(
                     n_history,
-                    "(%s::text, %s::bigint, %s::text, %s::bigint, %s::json, %s::json)",
+                    "(%s::text, %s::bigint, %s::text, %s::bigint, %s::json, %s::json, %s::text)",
                 ),
             )
         )

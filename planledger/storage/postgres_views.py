@@ -4,7 +4,7 @@ after the database restarts or a backend is terminated."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -12,8 +12,10 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from planledger.storage.settings import POOL_TIMEOUT, DatabaseSettings, postgres_conninfo
+from planledger.storage.shares import PostgresShares
 from planledger.storage.view_rows import COPY_HISTORY, SESSION_COLUMNS, ViewRows
 from planledger.storage.views import ViewStore
+from projections.runner import Bounds, ShareReader
 
 Rows = TypeVar("Rows")
 
@@ -157,6 +159,24 @@ class PostgresViewStore(ViewStore):
                 )
 
         return self._on_reader(read)
+
+    def batch_bounds(self, after: int, limit: int) -> Bounds:
+        def read(conn: psycopg.Connection[Any]) -> Bounds:
+            with conn.transaction():
+                conn.execute(f"LOCK TABLE {self.events_table} IN SHARE MODE")  # as above
+                row = conn.execute(
+                    "SELECT count(*), COALESCE(max(notification_id), %s) FROM (SELECT "
+                    f"notification_id FROM {self.events_table} WHERE notification_id > %s "
+                    "ORDER BY notification_id LIMIT %s) AS batch",
+                    (after, after, limit),
+                ).fetchone()
+            assert row is not None
+            return int(row[0]), int(row[1])
+
+        return self._on_reader(read)
+
+    def share_reader(self, count: int, session_topics: Collection[str]) -> ShareReader:
+        return PostgresShares(self.conninfo, self.events_table, count, session_topics)
 
     def wait_for_events(self, timeout: float) -> bool:
         try:

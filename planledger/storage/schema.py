@@ -20,7 +20,10 @@ from planledger.storage.settings import DatabaseSettings, postgres_conninfo
 # 3: PostgreSQL keeps the views' JSON as `json`, not `jsonb`; history has no index of its own
 #    for one session's feed (its primary key, by stream position, is in the same order).
 # 4: sessions keep where they come from (source, parent_session_id, cwd).
-SCHEMA_VERSION = 4
+# 5: a commit's history row keeps its view without the plan, and a digest of its event (the
+#    plan is read back from the event: projections.commit_views); only commits are indexed by
+#    revision.
+SCHEMA_VERSION = 5
 ADVISORY_LOCK_KEY = 7_310_423_118  # arbitrary, constant: "planledger schema set-up"
 VIEWS = "views"
 
@@ -46,11 +49,12 @@ def view_ddl(json_type: str) -> list[str]:
         "ON planledger_plan_views (position)",
         "CREATE TABLE IF NOT EXISTS planledger_plan_history (session_id TEXT NOT NULL, "
         "position BIGINT NOT NULL, notification_id BIGINT NOT NULL, kind TEXT NOT NULL, "
-        f"revision BIGINT, entry {j} NOT NULL, view {j}, PRIMARY KEY (session_id, position))",
+        f"revision BIGINT, entry {j} NOT NULL, view {j}, digest TEXT, "
+        "PRIMARY KEY (session_id, position))",
         "CREATE INDEX IF NOT EXISTS planledger_plan_history_store "
         "ON planledger_plan_history (notification_id)",
         "CREATE INDEX IF NOT EXISTS planledger_plan_history_revision "
-        "ON planledger_plan_history (session_id, revision)",
+        "ON planledger_plan_history (session_id, revision) WHERE kind = 'committed'",
         "CREATE TABLE IF NOT EXISTS planledger_sessions (session_id TEXT PRIMARY KEY, "
         "version BIGINT NOT NULL, mode TEXT NOT NULL, opened_at TEXT NOT NULL, "
         "updated_at TEXT NOT NULL, source TEXT, parent_session_id TEXT, cwd TEXT)",

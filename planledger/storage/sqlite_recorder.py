@@ -36,13 +36,11 @@ class ViewsSQLiteRecorder(SQLiteApplicationRecorder):
         tracked, before = c.fetchone()
         if tracked != before:
             return ids  # the views are behind: the runner will bring them up
-        positions = {
-            (str(event.originator_id), event.originator_version): notification_id
+        stored = {
+            (str(event.originator_id), event.originator_version): (notification_id, event.state)
             for event, notification_id in zip(stored_events, ids, strict=True)
         }
-        rows = rows_of(
-            views.changes, lambda aggregate, version: positions.get((aggregate, version))
-        )
+        rows = rows_of(views.changes, lambda *key: stored.get(key, (None, None)))
         write_rows(c.executemany, rows, "?")
         c.execute(
             "UPDATE planledger_tracking SET position = ? WHERE projection = ?", (max(ids), VIEWS)

@@ -8,16 +8,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from projections.commit_views import commit_digest, view_stub
 from projections.fold import ViewChanges, empty_view
 from projections.shapes import PlanView
 
 Row = tuple[Any, ...]
+# (aggregate id, version) -> the event's store position (None: the database assigns it) and
+# its stored state (None: not at hand).
+StoredAt = Callable[[str, int], tuple[int | None, bytes | None]]
 
 
 @dataclass
 class ViewRows:
-    """ViewChanges flattened to rows; `positions` maps (session_id, stream position) to the
-    store position where known (None: the database fills it in)."""
+    """ViewChanges flattened to rows, each with the store position of its event where known
+    (None: the database fills it in)."""
 
     views: list[Row] = field(default_factory=list)
     corrupt: list[Row] = field(default_factory=list)
@@ -36,10 +40,12 @@ class ViewRows:
         return rows
 
 
-def rows_of(changes: ViewChanges, store_position: Callable[[str, int], int | None]) -> ViewRows:
-    """`store_position(aggregate_id, version)` names the store position of an event."""
+def rows_of(changes: ViewChanges, stored: StoredAt) -> ViewRows:
+    """`stored(aggregate_id, version)` names the store position and state of an event: a
+    commit's history row keeps its view without the plan, and a digest of the state that the
+    plan is read back from (projections.commit_views)."""
     rows = ViewRows()
-    dumped: dict[int, str] = {}  # a commit's view is both its session's view and in its history
+    dumped: dict[int, str] = {}  # a view written for its session and by a later batch row
 
     def view_json(view: PlanView) -> str:
         text = dumped.get(id(view))
@@ -48,18 +54,22 @@ def rows_of(changes: ViewChanges, store_position: Callable[[str, int], int | Non
         return text
 
     for session_id, (version, view) in changes.views.items():
-        position = store_position(f"plan:{session_id}", version)
+        position = stored(f"plan:{session_id}", version)[0]
         rows.views.append((session_id, version, position, view.revision, view_json(view)))
     for session_id, error in changes.corrupt.items():
         mark = {"rule": error.rule, "position": error.position, "message": error.detail}
-        position = store_position(f"plan:{session_id}", error.position)
+        position = stored(f"plan:{session_id}", error.position)[0]
         empty = empty_view(session_id, None).model_dump_json()
         rows.corrupt.append((session_id, error.position, position, empty, json.dumps(mark)))
     for row in changes.history:
         entry = row.entry
-        position = row.notification_id
-        if position is None:
-            position = store_position(f"plan:{row.session_id}", entry.position)
+        position, stub, digest = row.notification_id, None, None
+        if position is None or row.view is not None:
+            at, state = stored(f"plan:{row.session_id}", entry.position)
+            position = at if position is None else position
+            if row.view is not None:
+                assert state is not None, "a commit's history row needs its stored state"
+                stub, digest = view_stub(row.view), commit_digest(state)
         rows.history.append(
             (
                 row.session_id,
@@ -67,8 +77,9 @@ def rows_of(changes: ViewChanges, store_position: Callable[[str, int], int | Non
                 position,
                 entry.kind,
                 entry.revision,
-                entry.model_dump_json(by_alias=True),
-                view_json(row.view) if row.view is not None else None,
+                entry.model_dump_json(by_alias=True, exclude_none=True),  # nulls: defaults
+                stub,
+                digest,
             )
         )
     for session in changes.sessions.values():
@@ -105,18 +116,14 @@ def mark_corrupt(p: str) -> str:
     )
 
 
+HISTORY_COLUMNS = "session_id, position, notification_id, kind, revision, entry, view, digest"
+
+
 def insert_history(p: str) -> str:
-    return (
-        "INSERT INTO planledger_plan_history "
-        "(session_id, position, notification_id, kind, revision, entry, view) "
-        f"VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p})"
-    )
+    return f"INSERT INTO planledger_plan_history ({HISTORY_COLUMNS}) VALUES ({', '.join([p] * 8)})"
 
 
-COPY_HISTORY = (
-    "COPY planledger_plan_history "
-    "(session_id, position, notification_id, kind, revision, entry, view) FROM STDIN"
-)
+COPY_HISTORY = f"COPY planledger_plan_history ({HISTORY_COLUMNS}) FROM STDIN"
 
 
 SESSION_COLUMNS = "session_id, version, mode, opened_at, updated_at, source, parent_session_id, cwd"

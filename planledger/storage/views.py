@@ -11,16 +11,22 @@ import sqlite3
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any
 
+from domain.errors import CorruptHistory
 from planledger.storage.settings import DatabaseSettings
+from planledger.storage.shares import SqliteShares
 from planledger.storage.view_rows import Row, ViewRows, rows_of, write_rows
+from projections.commit_views import CommitRow, commit_view
+from projections.decode import PlanEventDecoder
 from projections.fold import ViewChanges, empty_view
-from projections.runner import VIEWS, LoadedView, StaleBatch
+from projections.runner import VIEWS, Bounds, LoadedView, ShareReader, StaleBatch, Stored
 from projections.session_list import session_item
 from projections.shapes import CorruptMark, HistoryEntry, PlanView, SessionList
+
+COMMIT_EVENT = "e.originator_id, e.originator_version, e.topic, e.state"  # CommitRow's tail
 
 
 class ViewStore(ABC):
@@ -53,6 +59,16 @@ class ViewStore(ABC):
     def read_event_rows(self, after: int, limit: int) -> list[tuple[Any, ...]]:
         """Committed events after `after`, in order, never skipping one still in flight: as
         (notification id, originator_id, originator_version, topic, state) rows."""
+
+    @abstractmethod
+    def batch_bounds(self, after: int, limit: int) -> Bounds:
+        """(how many, store position of the last) of the next `limit` committed events after
+        `after`, never past one still in flight; (0, after) when there are none."""
+
+    @abstractmethod
+    def share_reader(self, count: int, session_topics: Collection[str]) -> ShareReader:
+        """What forked workers read their share of a batch's events with (see
+        planledger.storage.shares)."""
 
     @abstractmethod
     def wait_for_events(self, timeout: float) -> bool:
@@ -131,19 +147,17 @@ class ViewStore(ABC):
         expected_position: int,
         new_position: int,
         changes: ViewChanges,
-        positions: dict[tuple[str, int], int],
+        stored: Stored,
     ) -> None:
         """View rows, history rows and the new tracking position, in one transaction.
 
         StaleBatch if the tracking position is no longer `expected_position`.
         """
-        self.write_batch_rows(
-            expected_position, new_position, [self.batch_rows(changes, positions)]
-        )
+        self.write_batch_rows(expected_position, new_position, [self.batch_rows(changes, stored)])
 
-    def batch_rows(self, changes: ViewChanges, positions: dict[tuple[str, int], int]) -> ViewRows:
+    def batch_rows(self, changes: ViewChanges, stored: Stored) -> ViewRows:
         """A batch's changes as table rows (no I/O: a worker process may make them)."""
-        return rows_of(changes, lambda aggregate, version: positions.get((aggregate, version)))
+        return rows_of(changes, lambda *key: stored.get(key, (None, None)))
 
     def write_batch_rows(
         self, expected_position: int, new_position: int, parts: Sequence[ViewRows]
@@ -191,8 +205,9 @@ class ViewStore(ABC):
         corrupt = CorruptMark.model_validate(json_value(rows[0][1])) if rows[0][1] else None
         return PlanView.model_validate(json_value(rows[0][0])), corrupt
 
-    def plan_at(self, session_id: str, revision: int) -> PlanView | None:
-        """The plan as commit `revision` left it (0: as the plan was created)."""
+    def plan_at(self, session_id: str, revision: int, decoder: PlanEventDecoder) -> PlanView | None:
+        """The plan as commit `revision` left it (0: as the plan was created), its plan read
+        back from the commit event with `decoder` (CorruptHistory if that event changed)."""
         p = self.placeholder
         if revision == 0:
             rows = self._query(
@@ -200,11 +215,20 @@ class ViewStore(ABC):
             )
             return empty_view(session_id, rows[0][0]) if rows else None
         rows = self._query(
-            "SELECT view FROM planledger_plan_history WHERE session_id = "
-            f"{p} AND revision = {p} AND kind = 'committed'",
+            f"SELECT h.session_id, h.position, h.view, h.digest, {COMMIT_EVENT} "
+            f"{self._history_with_commits} WHERE h.session_id = {p} AND h.revision = {p} "
+            "AND h.kind = 'committed'",
             (session_id, revision),
         )
-        return PlanView.model_validate(json_value(rows[0][0])) if rows else None
+        return commit_view(CommitRow(*rows[0]), decoder) if rows else None
+
+    @property
+    def _history_with_commits(self) -> str:
+        """History rows `h`, each commit's with its event `e` as stored now."""
+        return (
+            f"FROM planledger_plan_history h LEFT JOIN {self.events_table} e "
+            f"ON h.kind = 'committed' AND e.{self.id_column} = h.notification_id"
+        )
 
     def views_changed_after(self, position: int) -> list[tuple[str, PlanView]]:
         rows = self._query(
@@ -250,29 +274,33 @@ class ViewStore(ABC):
         return [HistoryEntry.model_validate(json_value(row[0])) for row in rows]
 
     def feed_after(
-        self, after: int, session_id: str | None, limit: int
+        self, after: int, session_id: str | None, limit: int, decoder: PlanEventDecoder
     ) -> list[tuple[str, int, HistoryEntry, PlanView | None]]:
-        """History rows after store position `after` (one session or all), in store order."""
+        """History rows after store position `after` (one session or all), in store order,
+        each commit's with the plan it left (None when its event changed since: never shown
+        unchecked), read back from its event with `decoder`."""
         p = self.placeholder
         if session_id:  # by the primary key: a session's positions are in store order too
-            where, order = f"session_id = {p} AND notification_id > {p}", "position"
+            where, order = f"h.session_id = {p} AND h.notification_id > {p}", "h.position"
             params: list[Any] = [session_id, after]
         else:
-            where, order, params = f"notification_id > {p}", "notification_id", [after]
+            where, order, params = f"h.notification_id > {p}", "h.notification_id", [after]
         rows = self._query(
-            "SELECT session_id, notification_id, entry, view FROM planledger_plan_history "
+            "SELECT h.session_id, h.notification_id, h.entry, h.position, h.view, h.digest, "
+            f"{COMMIT_EVENT} {self._history_with_commits} "
             f"WHERE {where} ORDER BY {order} LIMIT {p}",
             [*params, limit],
         )
-        return [
-            (
-                row[0],
-                int(row[1]),
-                HistoryEntry.model_validate(json_value(row[2])),
-                PlanView.model_validate(json_value(row[3])) if row[3] is not None else None,
+        found: list[tuple[str, int, HistoryEntry, PlanView | None]] = []
+        for sid, notification_id, entry, *commit in rows:
+            plan = None
+            if commit[1] is not None:  # a commit's view stub
+                with suppress(CorruptHistory):
+                    plan = commit_view(CommitRow(sid, *commit), decoder)
+            found.append(
+                (sid, int(notification_id), HistoryEntry.model_validate(json_value(entry)), plan)
             )
-            for row in rows
-        ]
+        return found
 
     def session_list(self) -> SessionList:
         """Every session with its mode, its plan at a glance and its origin, the most recently
@@ -375,6 +403,18 @@ class SqliteViewStore(ViewStore):
                 "FROM stored_events WHERE rowid > ? ORDER BY rowid LIMIT ?",
                 (after, limit),
             )
+
+    def batch_bounds(self, after: int, limit: int) -> Bounds:
+        with self.lock:  # (committed in rowid order: see read_event_rows)
+            rows = self._execute(
+                "SELECT count(*), COALESCE(max(rowid), ?) FROM (SELECT rowid FROM stored_events "
+                "WHERE rowid > ? ORDER BY rowid LIMIT ?)",
+                (after, after, limit),
+            )
+        return int(rows[0][0]), int(rows[0][1])
+
+    def share_reader(self, count: int, session_topics: Collection[str]) -> ShareReader:
+        return SqliteShares(self.path, self.timeout, count, session_topics)
 
     def wait_for_events(self, timeout: float) -> bool:
         # SQLite has no notifications: watch the file's data_version, which changes on

@@ -291,6 +291,31 @@ def test_plan_at_revision_and_history_transitions(ledger: PlanLedger) -> None:
     ]
 
 
+def test_an_earlier_revision_whose_commit_event_changed_is_never_shown(
+    ledger: PlanLedger, database_url: str, new_ledger: Callable[[str], PlanLedger]
+) -> None:
+    ledger.submit("s1", strict(("a", "in_progress"), ("b", "pending")))  # events 2, 3
+    ledger.submit("s1", strict(("a", "completed"), ("b", "in_progress")))  # events 4, 5
+    first = ledger.plan("s1", revision=1)
+    feed = ledger.events_after(0, "s1")
+    assert [event.plan for event in feed if event.kind == "committed"] == [
+        first,
+        ledger.plan("s1"),
+    ]
+
+    def retitled(data: dict[str, Any]) -> None:  # keeps every plan rule
+        data["snapshot"]["_data_"]["steps"][0]["title"] = "Something else"
+
+    edit_event(database_url, "plan:s1", 3, retitled)
+    reader = new_ledger(database_url)
+    with pytest.raises(CorruptHistory) as caught:
+        reader.plan("s1", revision=1)
+    assert (caught.value.position, caught.value.rule) == (3, "event_changed")
+    committed = [event for event in reader.events_after(0, "s1") if event.kind == "committed"]
+    assert [event.plan for event in committed] == [None, ledger.plan("s1")]  # none unchecked
+    assert reader.plan("s1").revision == 2  # the latest, from its view
+
+
 def test_verify_clean_then_tampered_commit(
     ledger: PlanLedger, database_url: str, new_ledger: Callable[[str], PlanLedger]
 ) -> None:

@@ -165,3 +165,30 @@ def test_workers_end_with_the_rebuild(store: PlanLedger) -> None:
     before = set(forked.multiprocessing.active_children())
     rebuilt(store, workers=2)
     assert set(forked.multiprocessing.active_children()) == before
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_the_shares_of_a_batch_hold_each_folded_event_once_a_session_in_one(
+    store: PlanLedger, count: int
+) -> None:
+    views = store.views
+    events, last = views.batch_bounds(0, 10_000)
+    assert events == len(views.read_event_rows(0, 10_000)) and last == views.status()[1]
+    assert views.batch_bounds(last, 5) == (0, last)
+    every = event_rows(views.read_event_rows(0, 10_000))
+    folded = [row for row in every if runner_module.folded(row.originator_id, row.topic)]
+    assert len(folded) < len(every)  # goal events are read by no share
+    reader = views.share_reader(count, runner_module.SESSION_TOPICS)
+    shares = [event_rows(reader.read(0, last, share)) for share in range(count)]
+    assert sorted(row for share in shares for row in share) == sorted(folded)
+    owners = {
+        row.originator_id.partition(":")[2]: n for n, share in enumerate(shares) for row in share
+    }
+    for n, share in enumerate(shares):
+        assert all(owners[row.originator_id.partition(":")[2]] == n for row in share)
+        assert [row.id for row in share] == sorted(row.id for row in share)
+    assert sum(1 for share in shares if share) >= 2  # the sessions f0..f11 spread
+    middle = folded[len(folded) // 2].id
+    assert sorted(
+        row for s in range(count) for row in event_rows(reader.read(middle, last, s))
+    ) == [row for row in folded if row.id > middle]

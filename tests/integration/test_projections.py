@@ -18,6 +18,7 @@ from planledger.service import PlanLedger, open_planledger
 from planledger.service.files import PlanFiles
 from planledger.storage.file_paths import read_position
 from planledger.storage.views import open_store
+from projections.decode import PlanEventDecoder
 from projections.plan_json import read_plan_file
 from projections.plan_view import plan_view
 from projections.runner import VIEWS, ProjectionRunner, StaleBatch, event_rows
@@ -70,7 +71,7 @@ def views_of(service: PlanLedger, *session_ids: str) -> dict[str, Any]:
         sid: (
             views.plan_view(sid),
             [e.model_dump() for e in views.history(sid)],
-            [views.plan_at(sid, r) for r in range(4)],
+            [views.plan_at(sid, r, PlanEventDecoder(service.ledger.mapper)) for r in range(4)],
         )
         for sid in session_ids
     } | {"sessions": views.session_list().model_dump()}

@@ -11,13 +11,14 @@ import psycopg
 import pytest
 
 from planledger.service import PlanLedger, open_planledger
+from planledger.storage.view_rows import HISTORY_COLUMNS
 from planledger.storage.views import open_store
 from projections.runner import ProjectionRunner
 from tests.integration.storage import edit_event
 
 TABLES = {
     "planledger_plan_views": "session_id, version, position, revision, view, corrupt",
-    "planledger_plan_history": "session_id, position, notification_id, kind, revision, entry, view",
+    "planledger_plan_history": HISTORY_COLUMNS,
     "planledger_sessions": "session_id, version, mode, opened_at, updated_at",
 }
 
