@@ -79,6 +79,7 @@ class Plan(Aggregate):
         shape_violations: tuple[Violation, ...] = ()
         explanation: str | None = None
         operation: TaskOperation | None = None
+        actor: str | None = None  # who sent it: a token's name, or a local user
 
         def apply(self, aggregate: PlanFacts) -> None:
             record_proposal(
@@ -129,14 +130,19 @@ class Plan(Aggregate):
         return cls._create(cls.PlanCreated, id=aggregate_id, session_id=session_id)
 
     def propose(
-        self, proposal_id: str, parsed: ParsedProposal, fingerprint: str, client: str | None
+        self,
+        proposal_id: str,
+        parsed: ParsedProposal,
+        fingerprint: str,
+        client: str | None,
+        actor: str | None = None,
     ) -> None:
         """Record a proposal; an undecided older one is superseded (rejected) first.
 
         A payload that leaves `goal_id` out keeps the plan's current goal (recorded in the
         candidate, so the commit and its replay see it); an explicit null unlinks it. A task
         operation's candidate is the committed list with the operation applied. `client` is
-        recorded as plain text (views print it)."""
+        and `actor` are recorded as plain text (views print them)."""
         candidate = parsed.candidate
         if parsed.operation is not None and self.policy in (None, Policy.TASKS):
             candidate, _ = apply_operation(self.snapshot, parsed.operation)
@@ -159,6 +165,7 @@ class Plan(Aggregate):
             shape_violations=parsed.violations,
             explanation=parsed.explanation,
             operation=parsed.operation,
+            actor=clean_text(actor) if actor is not None else None,
         )
 
     def decide(self, session_goals: Collection[str]) -> Outcome:

@@ -162,6 +162,7 @@ class _Proposed(TypedDict):
     shape_violations: list[_Violation]
     explanation: NotRequired[str | None]
     operation: NotRequired[_Operation | None]
+    actor: NotRequired[str | None]
 
 
 class _Committed(TypedDict):

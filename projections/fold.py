@@ -233,6 +233,7 @@ def apply_plan_event(
             at=at,
             form=event.form,
             client=event.client,
+            actor=event.actor,
             expected_revision=event.expected_revision,
             operation=event.operation,
         )
@@ -293,6 +294,7 @@ def well_typed_proposal(event: Plan.PlanProposed) -> bool:
         type(event.proposal_id) is str
         and type(event.form) in (str, NoneType)
         and type(event.client) in (str, NoneType)
+        and type(event.actor) in (str, NoneType)
         and type(event.expected_revision) in (int, NoneType)
         and type(event.operation) in (TaskOperation, NoneType)
         and type(event.candidate) in (PlanSnapshot, NoneType)

@@ -57,6 +57,7 @@ class HistoryEntry(Model):
     revision: int | None = None
     form: str | None = None
     client: str | None = None
+    actor: str | None = None  # a proposal's sender: a token's name, or a local user
     expected_revision: int | None = None
     operation: TaskOperation | None = None  # a task-form proposal: the operation as sent
     transitions: list[Transition] | None = None

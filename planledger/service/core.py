@@ -111,9 +111,13 @@ class PlanLedger:
         *,
         client: str | None = None,
         proposal_id: str | None = None,
+        actor: str | None = None,
     ) -> Decision:
-        """Propose and decide in one call; the views include the decision when it returns."""
-        decision = self.ledger.submit(session_id, payload, client=client, proposal_id=proposal_id)
+        """Propose and decide in one call; the views include the decision when it returns.
+        `actor`: who sent it (an HTTP token's name; None: the local user)."""
+        decision = self.ledger.submit(
+            session_id, payload, client=client, proposal_id=proposal_id, actor=actor
+        )
         self._after_write(*_committed(session_id, decision))
         return decision
 
@@ -154,9 +158,12 @@ class PlanLedger:
         *,
         client: str | None = None,
         proposal_id: str | None = None,
+        actor: str | None = None,
     ) -> str:
         """Stage one: record a proposal undecided; returns its proposal_id."""
-        recorded = self.ledger.propose(session_id, payload, client=client, proposal_id=proposal_id)
+        recorded = self.ledger.propose(
+            session_id, payload, client=client, proposal_id=proposal_id, actor=actor
+        )
         self._after_write()
         return recorded
 

@@ -32,6 +32,7 @@ from domain.models import PlanSnapshot, TaskOperation, Violation
 from domain.plan import Plan
 from domain.plan_state import Outcome, PendingProposal
 from domain.session import NO_ORIGIN, Goal, Mode, Origin, Session
+from planledger.service.actor import actor_or_local
 from planledger.service.results import (
     Decision,
     GoalView,
@@ -80,6 +81,7 @@ class Call:
     payload: Any
     proposal_id: str | None = None
     client: str | None = None
+    actor: str | None = None  # None: the local user (planledger.service.actor)
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,7 @@ class ParsedCall:
     proposal_id: str
     fingerprint: str
     client: str | None
+    actor: str | None
 
 
 def parse_call(call: Call) -> ParsedCall:
@@ -97,7 +100,9 @@ def parse_call(call: Call) -> ParsedCall:
     parsed = parse_proposal(call.payload)
     proposal_id = parsed.proposal_id or call.proposal_id or uuid.uuid4().hex
     validate_id(proposal_id, "proposal id")
-    return ParsedCall(parsed, proposal_id, fingerprint(call.payload), call.client)
+    return ParsedCall(
+        parsed, proposal_id, fingerprint(call.payload), call.client, actor_or_local(call.actor)
+    )
 
 
 def fingerprint(payload: Mapping[str, Any]) -> str:
@@ -229,9 +234,11 @@ class Ledger(Application[str]):
         *,
         client: str | None = None,
         proposal_id: str | None = None,
+        actor: str | None = None,
     ) -> Decision:
-        """Propose and decide in one call (CLI, HTTP, ACP, MCP)."""
-        return self._propose(session_id, payload, client, proposal_id, decide=True)
+        """Propose and decide in one call (CLI, HTTP, ACP, MCP). `actor`: who sent it (None:
+        the local user)."""
+        return self._propose(session_id, payload, client, proposal_id, actor, decide=True)
 
     def propose(
         self,
@@ -240,9 +247,10 @@ class Ledger(Application[str]):
         *,
         client: str | None = None,
         proposal_id: str | None = None,
+        actor: str | None = None,
     ) -> str:
         """Stage one: record the proposal undecided; returns its proposal_id."""
-        decision = self._propose(session_id, payload, client, proposal_id, decide=False)
+        decision = self._propose(session_id, payload, client, proposal_id, actor, decide=False)
         return decision.proposal_id
 
     @heals
@@ -287,6 +295,7 @@ class Ledger(Application[str]):
         payload: Any,
         client: str | None,
         proposal_id: str | None,
+        actor: str | None,
         *,
         decide: bool,
     ) -> Decision:
@@ -296,7 +305,12 @@ class Ledger(Application[str]):
         proposal_id = parsed.proposal_id or proposal_id or uuid.uuid4().hex
         validate_id(proposal_id, "proposal id")
         return self._decide_proposal(
-            session_id, parsed, proposal_id, fingerprint(payload), client, decide
+            session_id,
+            parsed,
+            proposal_id,
+            fingerprint(payload),
+            (client, actor_or_local(actor)),
+            decide,
         )
 
     @heals
@@ -306,7 +320,7 @@ class Ledger(Application[str]):
         parsed: ParsedProposal,
         proposal_id: str,
         content: str,
-        client: str | None,
+        sender: tuple[str | None, str | None],  # (client, actor)
         decide: bool,
     ) -> Decision:
         for _ in self._attempts():
@@ -322,7 +336,7 @@ class Ledger(Application[str]):
                 self._checkin(plan, before)
                 return decision_of(proposal_id, known, plan.revision)
             if known is None:
-                plan.propose(proposal_id, parsed, content, client)
+                plan.propose(proposal_id, parsed, content, *sender)
             outcome = plan.outcomes[proposal_id]
             if decide:
                 outcome = plan.decide(self._goals_for(session_id, plan.pending))
@@ -429,7 +443,9 @@ class Ledger(Application[str]):
                 decisions.append((decision_of(call.proposal_id, known, plan.revision), -1))
                 continue
             if known is None:
-                plan.propose(call.proposal_id, call.parsed, call.fingerprint, call.client)
+                plan.propose(
+                    call.proposal_id, call.parsed, call.fingerprint, call.client, call.actor
+                )
             outcome = plan.decide(self._goals_for(session_id, plan.pending))
             decided = decision_of(call.proposal_id, outcome, plan.revision)
             decisions.append((decided, offset + len(plan.pending_events)))

@@ -606,3 +606,23 @@ def test_the_session_list_shows_plans_at_a_glance_and_origins(ledger: PlanLedger
     }
     with pytest.raises(InvalidId):
         ledger.open_session("bad-parent", parent_session_id=".no")
+
+
+def test_every_proposal_records_who_sent_it(
+    ledger: PlanLedger, database_url: str, new_ledger: Callable[[str], PlanLedger]
+) -> None:
+    import getpass
+
+    ledger.submit("s1", strict(("a", "in_progress")))  # a local client: the OS user
+    ledger.submit("s1", strict(("a", "completed")), actor="ci-bot")
+    ledger.propose("s1", strict(("a", "completed"), ("b", "in_progress")), actor="alice")
+    proposed = [e for e in ledger.history("s1").entries if e.kind == "proposed"]
+    assert [e.actor for e in proposed] == [getpass.getuser(), "ci-bot", "alice"]
+    assert ledger.verify().ok
+    rebuilt = new_ledger(database_url)
+    rebuilt.runner.rebuild()  # folded again from the events
+    assert [e.actor for e in rebuilt.history("s1").entries if e.kind == "proposed"] == [
+        getpass.getuser(),
+        "ci-bot",
+        "alice",
+    ]
