@@ -23,12 +23,24 @@ EVENT_CHANGED = "event_changed"
 
 def commit_digest(state: bytes) -> str:
     """The digest a history row keeps of its commit event's stored state."""
-    return hashlib.blake2b(state, digest_size=16).hexdigest()
+    return hashlib.sha256(state).hexdigest()[:32]  # (SHA-256 is the fastest hash here)
+
+
+# The last stub made, with the policy and rejection it was made of: a session's commits
+# mostly share both (a rejection's view is never changed once made; kept alive here, it is
+# compared by identity).
+_last_stub: tuple[Any, Any, str] = (None, None, "")
 
 
 def view_stub(view: PlanView) -> str:
     """A commit's view without what its event and history row hold, as JSON."""
-    return view.model_dump_json(include=STUB_FIELDS)
+    global _last_stub
+    policy, rejection, stub = _last_stub
+    if view.last_rejection is rejection and view.policy == policy and stub:
+        return stub
+    stub = view.model_dump_json(include=STUB_FIELDS)
+    _last_stub = (view.policy, view.last_rejection, stub)
+    return stub
 
 
 class CommitRow(NamedTuple):

@@ -180,9 +180,14 @@ class _Rejected(TypedDict):
     violations: list[_Violation]
 
 
+# A candidate is followed by `expected_revision` in events written before the chain, and by
+# `client` in those written since (sorted keys); a commit's snapshot by the end of the object
+# before, and by `timestamp` since. Neither key is one of a snapshot's own.
 CANDIDATE = b'"candidate":'
-AFTER_CANDIDATE = b',"expected_revision":'
+AFTER_CANDIDATE = b',"client":'
+AFTER_CANDIDATE_BEFORE = b',"expected_revision":'
 SNAPSHOT = b',"snapshot":'
+AFTER_SNAPSHOT = b',"timestamp":'
 NULL = b"null"
 fromisoformat = datetime.fromisoformat  # the library's DatetimeAsISO decode
 
@@ -253,6 +258,8 @@ class PlanEventDecoder:
     def _proposed(self, data: bytes) -> dict[str, Any]:
         start = data.find(CANDIDATE) + len(CANDIDATE)
         end = data.find(AFTER_CANDIDATE, start)
+        if end > 0 and (before := data.find(AFTER_CANDIDATE_BEFORE, start, end)) > 0:
+            end = before  # an event stored before the chain
         region = data[start:end] if start >= len(CANDIDATE) and end > 0 else None
         shared = self._seen(region) if region is not None else None
         if shared is not None:
@@ -276,9 +283,11 @@ class PlanEventDecoder:
         cut = data.find(SNAPSHOT)
         shared = None
         if cut > 0 and data.endswith(b"}"):
-            shared = self._seen(data[cut + len(SNAPSHOT) : -1])
+            end = data.find(AFTER_SNAPSHOT, cut)
+            end = end if end > 0 else len(data) - 1
+            shared = self._seen(data[cut + len(SNAPSHOT) : end])
             if shared is not None:
-                data = data[:cut] + b"}"
+                data = data[:cut] + data[end:]
         state: dict[str, Any] = self.committed(data)
         state["timestamp"] = fromisoformat(state["timestamp"]["_data_"])
         if shared is not None:

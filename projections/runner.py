@@ -23,6 +23,7 @@ from eventsourcing.persistence import Mapper
 from eventsourcing.utils import get_topic
 
 from domain.base import Event
+from domain.chain import CHAIN_BROKEN, GENESIS, links, why_broken
 from domain.errors import CorruptHistory
 from domain.plan_state import PlanState
 from projections.decode import PlanEventDecoder
@@ -71,8 +72,8 @@ class ShareReader(Protocol):
     ViewStorage.share_reader)."""
 
     def read(self, after: int, upto: int, share: int) -> list[tuple[Any, ...]]:
-        """(id, originator_id, originator_version, topic, state) of the folded events in
-        (after, upto] of the sessions of `share`, in order."""
+        """The event rows (see event_rows) of the folded events in (after, upto] of the
+        sessions of `share`, in order."""
 
 
 class ViewStorage(Protocol):
@@ -80,8 +81,8 @@ class ViewStorage(Protocol):
 
     def position(self, name: str) -> int: ...
     def read_event_rows(self, after: int, limit: int) -> list[tuple[Any, ...]]:
-        """(id, originator_id, originator_version, topic, state) of the events after `after`,
-        in order, never skipping one still in flight."""
+        """The event rows (see event_rows) of the events after `after`, in order, never
+        skipping one still in flight."""
 
     def load_views(self, session_ids: Sequence[str]) -> dict[str, LoadedView]: ...
     def write_batch(
@@ -122,11 +123,17 @@ class EventRow(NamedTuple):
     originator_version: int
     topic: str
     state: bytes
+    chain: str | None = None
+    previous: str | None = None  # the chain of the stream's event before (None: none)
 
 
 def event_rows(rows: Sequence[tuple[Any, ...]]) -> list[EventRow]:
-    """(id, originator_id, originator_version, topic, state) rows, their states as bytes."""
-    return [EventRow(i, o, v, t, d if type(d) is bytes else bytes(d)) for i, o, v, t, d in rows]
+    """(id, originator_id, originator_version, topic, state, chain, previous chain) rows,
+    their states as bytes."""
+    return [
+        EventRow(i, o, v, t, d if type(d) is bytes else bytes(d), c, p)
+        for i, o, v, t, d, c, p in rows
+    ]
 
 
 @dataclass
@@ -234,6 +241,25 @@ class ProjectionRunner:
                 notification.state,
             )
             if not folded(originator, notification.topic):
+                continue
+            if not links(
+                notification.previous or GENESIS,
+                notification.topic,
+                originator,
+                notification.originator_version,
+                notification.state,
+                notification.chain,
+            ):  # a row the ledger did not write as it is: its session is corrupt from here
+                session_id = originator.partition(":")[2]
+                unreadable.setdefault(
+                    session_id,
+                    CorruptHistory(
+                        session_id,
+                        notification.originator_version,
+                        CHAIN_BROKEN,
+                        f"{originator}: {why_broken(notification.chain)}",
+                    ),
+                )
                 continue
             try:
                 # An EventRow has every attribute the mapper reads of a StoredEvent.

@@ -236,6 +236,10 @@ class PlanLedger:
         view, corrupt = found
         if corrupt is not None:
             raise CorruptHistory(session_id, corrupt.position, corrupt.rule, corrupt.message)
+        # The views were made from events that must still be there as they were written.
+        broken = self.ledger.broken_chain(session_id, self.views.view_version(session_id))
+        if broken is not None:
+            raise broken
         return view
 
     def verify(self, session_ids: Sequence[str] | None = None) -> VerifyReport:

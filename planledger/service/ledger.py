@@ -17,6 +17,7 @@ from eventsourcing.persistence import IntegrityError, JSONTranscoder, Mapper, Tr
 from eventsourcing.utils import Environment, EnvType, get_topic
 
 from domain.base import Aggregate
+from domain.chain import CHAIN_BROKEN, StreamChain
 from domain.errors import (
     CorruptHistory,
     ErrorKind,
@@ -42,6 +43,7 @@ from planledger.service.results import (
 )
 from planledger.service.verify import (
     NOTHING,
+    chain_broken,
     judge,
     replay,
     replayed,
@@ -50,6 +52,7 @@ from planledger.service.verify import (
 )
 from planledger.storage.errors import heals, unavailable_cause
 from planledger.storage.recorder import InlineViews
+from planledger.storage.scan import ChainedEvent
 from planledger.storage.schema import ensure_schema, schema_is_current
 from planledger.storage.settings import DatabaseSettings, database_settings
 from planledger.storage.transcoding import EventTranscoder, PydanticTranscoding
@@ -510,12 +513,47 @@ class Ledger(Application[str]):
 
     def verify_session(self, session_id: str) -> list[Problem]:
         validate_id(session_id)
-        session = replayed(session_id, self._stream(session_aggregate_id(session_id)), self.mapper)
+        stream = self._chained(session_aggregate_id(session_id))
+        session = replayed(session_id, stream, self.mapper, chained=True)
         plan = NOTHING
         if session.found and session.problem is None:
-            stream = self._stream(plan_aggregate_id(session_id))
-            plan = replayed_plan(session_id, stream, PlanEventDecoder(self.mapper))
+            stream = self._chained(plan_aggregate_id(session_id))
+            plan = replayed_plan(session_id, stream, PlanEventDecoder(self.mapper), chained=True)
         return judge(session_id, session, plan)
+
+    def broken_chain(self, session_id: str, plan_version: int = 0) -> CorruptHistory | None:
+        """Where the session's chains break (its session stream's, then its plan stream's),
+        or where its plan stream ends before `plan_version` (events the views were made from
+        are gone); None when both hold."""
+        last = 0  # the plan stream's last position, once both are read
+        for aggregate_id in (session_aggregate_id(session_id), plan_aggregate_id(session_id)):
+            links, last = StreamChain(), 0
+            for row in self._chained(aggregate_id):
+                why = links.broken(row)
+                if why is not None:
+                    return chain_broken(session_id, row, why)
+                last = row.originator_version
+        if last < plan_version:
+            return CorruptHistory(
+                session_id,
+                last + 1,
+                CHAIN_BROKEN,
+                f"plan:{session_id}: the events from position {last + 1} on are gone",
+            )
+        return None
+
+    def chain_head(self, session_id: str) -> str | None:
+        """The chain of the plan stream's last event (None: no plan event)."""
+        rows = self._chained(plan_aggregate_id(session_id))
+        return rows[-1].chain if rows else None
+
+    @heals
+    def _chained(self, aggregate_id: str) -> list[ChainedEvent]:
+        """A stream's events with their chains."""
+        chained: list[ChainedEvent] = self.recorder.select_chained(  # type: ignore[attr-defined]
+            aggregate_id
+        )  # (both of the ledger's recorders: planledger.storage.*_recorder)
+        return chained
 
     def _stream(self, aggregate_id: str) -> list[Any]:
         return list(self.recorder.select_events(aggregate_id))

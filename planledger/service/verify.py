@@ -22,12 +22,13 @@ from eventsourcing.domain import OriginatorVersionError
 from eventsourcing.persistence import Mapper, StoredEvent
 
 from domain.base import Event
+from domain.chain import CHAIN_BROKEN, StreamChain
 from domain.errors import CorruptHistory
 from domain.plan import apply_to_state
 from domain.plan_state import PlanState
 from domain.session import Session
 from planledger.service.results import Problem
-from planledger.storage.scan import scan_events, split_points
+from planledger.storage.scan import ChainedEvent, scan_events, split_points
 from planledger.storage.settings import DatabaseSettings
 from projections.decode import PlanEventDecoder, bulk_mapper
 from projections.forked import ForkedWorkers, WorkerFailed, can_fork
@@ -52,18 +53,29 @@ class Replayed:
 
 
 NOTHING = Replayed()
+# A stored event: the library's StoredEvent, or a ChainedEvent (whose chain can be checked).
+Row = StoredEvent | ChainedEvent
 
 
 def replay(
-    session_id: str, stored_events: Iterable[StoredEvent], mapper: Mapper[Any]
+    session_id: str,
+    stored_events: Iterable[Row],
+    mapper: Mapper[Any],
+    chained: bool = False,
 ) -> tuple[Any, Problem | None]:
     """Apply the stream's events in order from the first (never a snapshot); the aggregate
-    they build (None: no events) and the first problem, which stops the replay."""
+    they build (None: no events) and the first problem, which stops the replay. `chained`:
+    the events carry their chain, checked first (domain.chain)."""
     aggregate: Any = None
+    links = StreamChain() if chained else None
     for stored in stored_events:
         position = stored.originator_version
         try:
-            event = mapper.to_domain_event(stored)
+            # (rows read with their chains when `chained`)
+            why = links.broken(stored) if links is not None else None  # type: ignore[arg-type]
+            if why is not None:
+                raise chain_broken(session_id, stored, why)
+            event = mapper.to_domain_event(stored)  # type: ignore[arg-type]  # (read alike)
             assert isinstance(event, Event)
             aggregate = event.mutate(aggregate)
         except CorruptHistory as error:
@@ -85,16 +97,25 @@ def replay(
     return aggregate, None
 
 
-def unreadable(session_id: str, stored: StoredEvent, error: Exception) -> Problem:
+def chain_broken(session_id: str, stored: Row, why: str) -> CorruptHistory:
+    """The break of a stream's chain at `stored`, as corrupt history."""
+    message = f"{stored.originator_id}: {why}"
+    return CorruptHistory(session_id, stored.originator_version, CHAIN_BROKEN, message)
+
+
+def unreadable(session_id: str, stored: Row, error: Exception) -> Problem:
     message = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
     return problem(session_id, stored.originator_version, "unreadable_event", message)
 
 
 def replayed(
-    session_id: str, stored_events: Iterable[StoredEvent], mapper: Mapper[Any]
+    session_id: str,
+    stored_events: Iterable[Row],
+    mapper: Mapper[Any],
+    chained: bool = False,
 ) -> Replayed:
     """A session stream replayed through its aggregate."""
-    aggregate, problem = replay(session_id, stored_events, mapper)
+    aggregate, problem = replay(session_id, stored_events, mapper, chained)
     if problem is not None:
         return Replayed(found=True, problem=problem)
     if aggregate is None:
@@ -105,16 +126,26 @@ def replayed(
 
 
 def replayed_plan(
-    session_id: str, stored_events: Iterable[StoredEvent], decoder: PlanEventDecoder
+    session_id: str,
+    stored_events: Iterable[Row],
+    decoder: PlanEventDecoder,
+    chained: bool = False,
 ) -> Replayed:
     """A plan stream's events applied in order by the plan's rules (`apply_to_state`, the
-    functions the aggregate applies its events with) to the facts they need, from the first."""
+    functions the aggregate applies its events with) to the facts they need, from the first
+    (`chained`: each event's chain checked before)."""
     plan: PlanState | None = None
     found = False
+    links = StreamChain() if chained else None
     for stored in stored_events:
         found = True
         try:
-            plan, _ = apply_to_state(plan, session_id, decoder.to_domain_event(stored))
+            # (rows read with their chains when `chained`)
+            why = links.broken(stored) if links is not None else None  # type: ignore[arg-type]
+            if why is not None:
+                raise chain_broken(session_id, stored, why)
+            event = decoder.to_domain_event(stored)  # type: ignore[arg-type]  # (read alike)
+            plan, _ = apply_to_state(plan, session_id, event)
         except CorruptHistory as error:
             found_problem = problem(session_id, error.position, error.rule, error.detail)
             return Replayed(found=True, problem=found_problem)
@@ -159,9 +190,11 @@ def replay_range(
     wanted: set[str] | None,
     lower: str = "",
     upper: str | None = None,
+    chained: bool = True,
 ) -> tuple[dict[str, Replayed], dict[str, Replayed]]:
     """Replay every session and plan stream in the key range [lower, upper) (only those of
-    `wanted` sessions, when given): (sessions, plans) by session id."""
+    `wanted` sessions, when given): (sessions, plans) by session id. `chained` checks every
+    event's chain (False: only the rules, for the bench to measure what the chain costs)."""
     sessions: dict[str, Replayed] = {}
     plans: dict[str, Replayed] = {}
     decoder = PlanEventDecoder(mapper)
@@ -173,9 +206,9 @@ def replay_range(
             if wanted is not None and session_id not in wanted:
                 continue
             if kind == "plan":
-                plans[session_id] = replayed_plan(session_id, stream, decoder)
+                plans[session_id] = replayed_plan(session_id, stream, decoder, chained)
             elif kind == "session":
-                sessions[session_id] = replayed(session_id, stream, session_mapper)
+                sessions[session_id] = replayed(session_id, stream, session_mapper, chained)
     return sessions, plans
 
 
@@ -187,6 +220,7 @@ def verify_store(
     every: bool,
     workers: int = 1,
     make_mapper: Callable[[DatabaseSettings], Mapper[Any]] | None = None,
+    chained: bool = True,
 ) -> list[Problem]:
     """Judge `session_ids` (in order) from one ordered pass over the store; `every` says they
     are all the store's sessions (nothing to filter out).
@@ -204,9 +238,9 @@ def verify_store(
     )
     bounds = list(zip(["", *points], [*points, None], strict=True))
     if not points:
-        found = [replay_range(database, mapper, wanted)]
+        found = [replay_range(database, mapper, wanted, chained=chained)]
     elif forks:
-        found = _replay_forked(database, mapper, wanted, bounds)
+        found = _replay_forked(database, mapper, wanted, bounds, chained)
     else:
         assert make_mapper is not None
         context = multiprocessing.get_context("spawn")
@@ -237,6 +271,7 @@ def _replay_forked(
     mapper: Mapper[Any],
     wanted: set[str] | None,
     bounds: list[tuple[str, str | None]],
+    chained: bool,
 ) -> list[Ranges]:
     """The first range replayed here, the others by forked workers (each opens its own
     connection). If a worker fails, every range is replayed here instead, where the error, if
@@ -244,17 +279,17 @@ def _replay_forked(
     workers = ForkedWorkers(
         len(bounds) - 1,
         lambda: None,
-        lambda _, bound: replay_range(database, mapper, wanted, *bound),
+        lambda _, bound: replay_range(database, mapper, wanted, bound[0], bound[1], chained),
     )
     try:
         workers.send(bounds[1:])
-        here = replay_range(database, mapper, wanted, *bounds[0])
+        here = replay_range(database, mapper, wanted, *bounds[0], chained=chained)
         return [here, *workers.receive()]
     except WorkerFailed:
         pass
     finally:
         workers.close()
-    return [replay_range(database, mapper, wanted, *bound) for bound in bounds]
+    return [replay_range(database, mapper, wanted, *bound, chained=chained) for bound in bounds]
 
 
 def _replay_range_apart(
@@ -268,5 +303,5 @@ def _replay_range_apart(
     return replay_range(database, make_mapper(database), wanted, lower, upper)
 
 
-def _originator(stored: StoredEvent) -> str:
+def _originator(stored: Row) -> str:
     return str(stored.originator_id)

@@ -19,6 +19,7 @@ from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg import sql
 
 from planledger.storage.recorder import InlineViews
+from planledger.storage.scan import ChainedEvent
 from planledger.storage.schema import VIEWS
 from planledger.storage.view_rows import SESSION_COLUMNS, ViewRows, rows_of
 
@@ -76,6 +77,20 @@ class OneTripPostgresRecorder(PostgresApplicationRecorder):
         if views is not None:
             views.applied = bool(result) and bool(result[0][1])
         return [row[0] for row in result]
+
+    def select_chained(self, originator_id: str) -> list[ChainedEvent]:
+        """The stream's events in order, each with its chain."""
+        table = sql.Identifier(self.datastore.schema, self.events_table_name)
+        statement = sql.SQL(
+            "SELECT originator_id, originator_version, topic, state, chain FROM {0} "
+            "WHERE originator_id = %s ORDER BY originator_version"
+        ).format(table)
+        with (
+            self.datastore.get_connection() as conn,
+            conn.cursor(binary=True, row_factory=psycopg.rows.tuple_row) as cursor,
+        ):
+            rows: list[Any] = cursor.execute(statement, (originator_id,)).fetchall()
+        return [ChainedEvent(o, v, t, bytes(s), h) for o, v, t, s, h in rows]
 
     def _statements(
         self, conn: Any, count: int, rows: ViewRows, with_views: bool

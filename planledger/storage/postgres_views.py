@@ -12,7 +12,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from planledger.storage.settings import POOL_TIMEOUT, DatabaseSettings, postgres_conninfo
-from planledger.storage.shares import PostgresShares
+from planledger.storage.shares import PostgresShares, event_row_sql
 from planledger.storage.view_rows import COPY_HISTORY, SESSION_COLUMNS, ViewRows
 from planledger.storage.views import ViewStore
 from projections.runner import Bounds, ShareReader
@@ -150,9 +150,8 @@ class PostgresViewStore(ViewStore):
                 return (
                     conn.cursor(binary=True)
                     .execute(
-                        "SELECT notification_id, originator_id, originator_version, topic, "
-                        f"state FROM {self.events_table} WHERE notification_id > %s "
-                        "ORDER BY notification_id LIMIT %s",
+                        f"{event_row_sql(self.events_table, 'notification_id')} "
+                        "WHERE e.notification_id > %s ORDER BY e.notification_id LIMIT %s",
                         (after, limit),
                     )
                     .fetchall()

@@ -10,14 +10,23 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
-
-from eventsourcing.persistence import StoredEvent
+from typing import Any, NamedTuple
 
 from planledger.storage.settings import DatabaseSettings, postgres_conninfo
 
 PAGE = 5000
 Query = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
+
+
+class ChainedEvent(NamedTuple):
+    """A stored event with its chain: what a mapper reads of the library's StoredEvent, and
+    what domain.chain checks."""
+
+    originator_id: str
+    originator_version: int
+    topic: str
+    state: bytes
+    chain: str | None
 
 
 @contextmanager
@@ -44,18 +53,18 @@ def _connection(database: DatabaseSettings) -> Iterator[tuple[Query, str, str]]:
 
 def scan_events(
     database: DatabaseSettings, lower: str = "", upper: str | None = None, page: int = PAGE
-) -> Iterator[StoredEvent]:
+) -> Iterator[ChainedEvent]:
     """The events of the streams whose id is in [lower, upper), ordered by stream id and
     version (so each stream's events arrive together, from its first)."""
     with _connection(database) as (query, table, p):
         bound = f" AND originator_id < {p}" if upper is not None else ""
-        head = f"SELECT originator_id, originator_version, topic, state FROM {table} WHERE "
+        head = f"SELECT originator_id, originator_version, topic, state, chain FROM {table} WHERE "
         tail = f"{bound} ORDER BY originator_id, originator_version LIMIT {p}"
         extra = [upper] if upper is not None else []
         rows = query(head + f"originator_id >= {p}" + tail, [lower, *extra, page])
         while rows:
-            for originator_id, version, topic, state in rows:
-                yield StoredEvent(originator_id, version, topic, bytes(state))
+            for originator_id, version, topic, state, chain in rows:
+                yield ChainedEvent(originator_id, version, topic, bytes(state), chain)
             if len(rows) < page:
                 return
             after = f"(originator_id, originator_version) > ({p}, {p})"

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from planledger.storage.chain_schema import postgres_chain_setup, sqlite_chain_setup
 from planledger.storage.settings import DatabaseSettings, postgres_conninfo
 
 # Bump when a view table changes shape: the views are dropped and rebuilt from the events.
@@ -23,7 +24,9 @@ from planledger.storage.settings import DatabaseSettings, postgres_conninfo
 # 5: a commit's history row keeps its view without the plan, and a digest of its event (the
 #    plan is read back from the event: projections.commit_views); only commits are indexed by
 #    revision.
-SCHEMA_VERSION = 5
+# 6: events carry their hash chain (chained once by the migration), checkpoints are kept
+#    (planledger.storage.chain_schema).
+SCHEMA_VERSION = 6
 ADVISORY_LOCK_KEY = 7_310_423_118  # arbitrary, constant: "planledger schema set-up"
 VIEWS = "views"
 
@@ -121,6 +124,7 @@ def ensure_postgres_schema(
                 for table in VIEW_TABLES:
                     conn.execute(f'DROP TABLE IF EXISTS "{schema}".{table}')
                 conn.execute(f'SET LOCAL search_path TO "{schema}"')
+                postgres_chain_setup(conn, schema)
                 # `json` keeps the text as sent: no SQL looks inside it, and `jsonb` cost a
                 # parse into its binary form on every write and back to text on every read.
                 for statement in view_ddl("JSON"):
@@ -166,6 +170,7 @@ def ensure_sqlite_schema(path: str, event_table_statements: list[str], timeout: 
             if found != SCHEMA_VERSION:
                 for statement in event_table_statements:
                     conn.execute(statement)
+                sqlite_chain_setup(conn)
                 for table in VIEW_TABLES:  # derived data: rebuilt from the events
                     conn.execute(f"DROP TABLE IF EXISTS {table}")
                 for statement in view_ddl("TEXT"):

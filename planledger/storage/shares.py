@@ -15,11 +15,23 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import psycopg
 
+
+def event_row_sql(table: str, id_column: str) -> str:
+    """SELECT ... FROM of the runner's event rows (projections.runner.event_rows): each event
+    `e` with its chain and the chain of the event before it in its stream."""
+    return (
+        f"SELECT e.{id_column}, e.originator_id, e.originator_version, e.topic, e.state, "
+        f"e.chain, (SELECT p.chain FROM {table} p WHERE p.originator_id = e.originator_id "
+        "AND p.originator_version < e.originator_version ORDER BY p.originator_version DESC "
+        f"LIMIT 1) FROM {table} e"
+    )
+
+
 SQLITE_SHARE = (
-    "(unicode(substr(originator_id, -1)) + 31 * unicode(substr(originator_id, -2, 1))) % ?"
+    "(unicode(substr(e.originator_id, -1)) + 31 * unicode(substr(e.originator_id, -2, 1))) % ?"
 )
 POSTGRES_SHARE = (
-    "mod(ascii(right(originator_id, 1)) + 31 * ascii(left(right(originator_id, 2), 1)), %s)"
+    "mod(ascii(right(e.originator_id, 1)) + 31 * ascii(left(right(e.originator_id, 2), 1)), %s)"
 )
 
 
@@ -32,9 +44,9 @@ class SqliteShares:
         self.conn: sqlite3.Connection | None = None  # made in the worker
         marks = ", ".join("?" * len(self.topics))
         self.sql = (
-            "SELECT rowid, originator_id, originator_version, topic, state FROM stored_events "
-            "WHERE rowid > ? AND rowid <= ? AND (substr(originator_id, 1, 5) = 'plan:' "
-            f"OR topic IN ({marks})) AND {SQLITE_SHARE} = ? ORDER BY rowid"
+            f"{event_row_sql('stored_events', 'rowid')} WHERE e.rowid > ? AND e.rowid <= ? AND "
+            f"(substr(e.originator_id, 1, 5) = 'plan:' OR e.topic IN ({marks})) AND "
+            f"{SQLITE_SHARE} = ? ORDER BY e.rowid"
         )
 
     def read(self, after: int, upto: int, share: int) -> list[tuple[Any, ...]]:
@@ -55,10 +67,9 @@ class PostgresShares:
         self.conninfo, self.count, self.topics = conninfo, count, sorted(topics)
         self.conn: psycopg.Connection[Any] | None = None  # made in the worker
         self.sql = (
-            "SELECT notification_id, originator_id, originator_version, topic, state "
-            f"FROM {events_table} WHERE notification_id > %s AND notification_id <= %s AND "
-            "(left(originator_id, 5) = 'plan:' OR topic = ANY(%s)) AND "
-            f"{POSTGRES_SHARE} = %s ORDER BY notification_id"
+            f"{event_row_sql(events_table, 'notification_id')} WHERE e.notification_id > %s "
+            "AND e.notification_id <= %s AND (left(e.originator_id, 5) = 'plan:' OR "
+            f"e.topic = ANY(%s)) AND {POSTGRES_SHARE} = %s ORDER BY e.notification_id"
         )
 
     def read(self, after: int, upto: int, share: int) -> list[tuple[Any, ...]]:

@@ -8,13 +8,33 @@ from typing import Any
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 
+from domain.chain import GENESIS, link
 from planledger.storage.recorder import InlineViews
+from planledger.storage.scan import ChainedEvent
 from planledger.storage.schema import VIEWS
 from planledger.storage.view_rows import rows_of, write_rows
 
 
 class ViewsSQLiteRecorder(SQLiteApplicationRecorder):
-    """The library's SQLite insert, plus the views in the same transaction when current."""
+    """The library's SQLite insert with each event's chain (domain.chain), plus the views in
+    the same transaction when current."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The columns named: the table has one more than the library's (the chain).
+        self.insert_events_statement = (
+            f"INSERT INTO {self.events_table_name} "
+            "(originator_id, originator_version, topic, state) VALUES (?,?,?,?)"
+        )
+
+    def construct_create_table_statements(self) -> list[str]:
+        """The library's events table, with the chain column (a store made before it gets the
+        column from planledger.storage.chain_schema)."""
+        return [
+            f"CREATE TABLE IF NOT EXISTS {self.events_table_name} (originator_id TEXT, "
+            "originator_version INTEGER, topic TEXT, state BLOB, chain TEXT, "
+            "PRIMARY KEY (originator_id, originator_version))"
+        ]
 
     def _insert_events(
         self,
@@ -25,7 +45,10 @@ class ViewsSQLiteRecorder(SQLiteApplicationRecorder):
         **kwargs: Any,
     ) -> Sequence[int] | None:
         ids = super()._insert_events(c, stored_events, **kwargs)
-        if views is None or not ids:
+        if not ids:
+            return ids
+        self._chain(c, stored_events, ids)
+        if views is None:
             return ids
         # The insert took the write lock: nobody else moves the views until we commit.
         c.execute(
@@ -47,3 +70,40 @@ class ViewsSQLiteRecorder(SQLiteApplicationRecorder):
         )
         views.applied = True
         return ids
+
+    def select_chained(self, originator_id: str) -> list[ChainedEvent]:
+        """The stream's events in order, each with its chain."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(
+                "SELECT originator_id, originator_version, topic, state, chain "
+                f"FROM {self.events_table_name} WHERE originator_id = ? "
+                "ORDER BY originator_version",
+                (originator_id,),
+            )
+            return [ChainedEvent(o, v, t, bytes(s), h) for o, v, t, s, h in c.fetchall()]
+
+    def _chain(
+        self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], ids: Sequence[int]
+    ) -> None:
+        """Each new event's chain, from the previous event of its stream (the insert holds the
+        write lock: that event is the stream's last committed one, or one of these)."""
+        last: dict[str, str] = {}
+        chains: list[tuple[str, int]] = []
+        for event, notification_id in zip(stored_events, ids, strict=True):
+            originator_id, version = str(event.originator_id), event.originator_version
+            previous = last.get(originator_id)
+            if previous is None:
+                previous = GENESIS
+                if version > 1:
+                    c.execute(
+                        f"SELECT chain FROM {self.events_table_name} "
+                        "WHERE originator_id = ? AND originator_version = ?",
+                        (originator_id, version - 1),
+                    )
+                    row = c.fetchone()
+                    previous = row[0] if row is not None and row[0] else GENESIS
+            chain = last[originator_id] = link(
+                previous, event.topic, originator_id, version, event.state
+            )
+            chains.append((chain, notification_id))
+        c.executemany(f"UPDATE {self.events_table_name} SET chain = ? WHERE rowid = ?", chains)

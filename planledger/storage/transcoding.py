@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from enum import Enum
 from typing import Any
@@ -14,19 +15,20 @@ PLAIN = (str, int, bool, type(None))  # JSON values both encoders write alike (n
 
 
 class PydanticTranscoding(Transcoding):
-    """`{"_type_": "plan_snapshot", "_data_": {...}}` in the stored event JSON."""
+    """`{"_data_": {...}, "_type_": "plan_snapshot"}` in the stored event JSON."""
 
     def __init__(self, model: type[BaseModel]) -> None:
         self.type: type[BaseModel] = model
         self.name = re.sub(r"(?<!^)(?=[A-Z])", "_", model.__name__).lower()
         # The last model encoded and its data: a commit's snapshot is the very object its
         # proposal's candidate was, encoded in the same save (models are frozen).
-        self._last: tuple[BaseModel | None, dict[str, Any]] = (None, {})
+        self._last: tuple[BaseModel | None, Any] = (None, {})
 
-    def encode(self, obj: BaseModel) -> dict[str, Any]:
+    def encode(self, obj: BaseModel) -> Any:
+        """The model's JSON data, every object's keys in sorted order (canonical JSON)."""
         last, data = self._last
         if last is not obj:
-            data = obj.model_dump(mode="json")
+            data = sorted_keys(obj.model_dump(mode="json"))
             self._last = (obj, data)
         return data
 
@@ -34,17 +36,33 @@ class PydanticTranscoding(Transcoding):
         return self.type.model_validate(data)
 
 
-class EventTranscoder(JSONTranscoder):
-    """The library's JSON transcoder, writing the same bytes about four times faster.
+def sorted_keys(value: Any) -> Any:
+    """`value` with the keys of every dict in it inserted in sorted order."""
+    kind = type(value)
+    if kind is dict:
+        return {key: sorted_keys(value[key]) for key in sorted(value)}
+    if kind is list:
+        return [sorted_keys(item) for item in value]
+    return value
 
-    The library encodes with Python's `json` module, calling back into Python for every
-    registered type (a pydantic model is first dumped to dicts). An event's state is a flat
-    dict: its values, and the items of its list values, are plain JSON values or values of a
-    registered type. Such a state is written by pydantic-core in one call, each registered value
-    wrapped as the library wraps it (`{"_type_": name, "_data_": data}`), a pydantic model
-    serialised as `model_dump(mode="json")` gives it. Any other state (a snapshot's nested
-    dicts, a float, an unregistered type) is left to the library's encoder, as is any error.
+
+class EventTranscoder(JSONTranscoder):
+    """The library's JSON transcoder, writing canonical JSON (sorted keys, compact, non-ASCII as
+    is: domain.chain.canonical_json), the bytes an event's chain is computed over.
+
+    An event's state is a flat dict: its values, and the items of its list values, are plain
+    JSON values or values of a registered type. Such a state is written by pydantic-core in
+    one call (about twice as fast as `json`), its keys and those of each registered value's
+    data in sorted order, each registered value wrapped as the library wraps it (`{"_data_":
+    data, "_type_": name}`). Any other state (a snapshot's nested dicts, a float, an
+    unregistered type) is left to the library's encoder with sorted keys, as is any error.
     """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoder = json.JSONEncoder(
+            default=self._encode_obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
 
     def encode(self, obj: Any) -> bytes:
         if type(obj) is dict:
@@ -57,11 +75,11 @@ class EventTranscoder(JSONTranscoder):
         return super().encode(obj)
 
     def _prepared(self, state: dict[str, Any]) -> dict[str, Any] | None:
-        """`state` with each registered value wrapped; None if it holds anything else."""
+        """`state` in key order with each registered value wrapped; None if it holds anything
+        else."""
         prepared: dict[str, Any] = {}
-        for key, value in state.items():
-            if type(key) is not str:
-                return None
+        for key in sorted(state) if all(type(key) is str for key in state) else ():
+            value = state[key]
             if type(value) in (list, tuple):
                 items = []
                 for item in value:
@@ -75,7 +93,7 @@ class EventTranscoder(JSONTranscoder):
             if wrapped is self:
                 return None
             prepared[key] = wrapped
-        return prepared
+        return prepared if len(prepared) == len(state) else None
 
     def _value(self, value: Any) -> Any:
         """A plain value as is, a registered one wrapped; `self` for anything else."""
@@ -87,9 +105,7 @@ class EventTranscoder(JSONTranscoder):
         transcoding = self.types.get(kind)
         if transcoding is None:
             return self
-        if isinstance(transcoding, PydanticTranscoding):
-            return {"_type_": transcoding.name, "_data_": value}  # serialised by pydantic-core
         data = transcoding.encode(value)
-        if type(data) is not str:
+        if not isinstance(transcoding, PydanticTranscoding) and type(data) is not str:
             return self
-        return {"_type_": transcoding.name, "_data_": data}
+        return {"_data_": data, "_type_": transcoding.name}

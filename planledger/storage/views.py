@@ -17,7 +17,7 @@ from typing import Any
 
 from domain.errors import CorruptHistory
 from planledger.storage.settings import DatabaseSettings
-from planledger.storage.shares import SqliteShares
+from planledger.storage.shares import SqliteShares, event_row_sql
 from planledger.storage.view_rows import Row, ViewRows, rows_of, write_rows
 from projections.commit_views import CommitRow, commit_view
 from projections.decode import PlanEventDecoder
@@ -58,7 +58,7 @@ class ViewStore(ABC):
     @abstractmethod
     def read_event_rows(self, after: int, limit: int) -> list[tuple[Any, ...]]:
         """Committed events after `after`, in order, never skipping one still in flight: as
-        (notification id, originator_id, originator_version, topic, state) rows."""
+        the runner's event rows (projections.runner.event_rows)."""
 
     @abstractmethod
     def batch_bounds(self, after: int, limit: int) -> Bounds:
@@ -204,6 +204,15 @@ class ViewStore(ABC):
             return None
         corrupt = CorruptMark.model_validate(json_value(rows[0][1])) if rows[0][1] else None
         return PlanView.model_validate(json_value(rows[0][0])), corrupt
+
+    def view_version(self, session_id: str) -> int:
+        """The stream position of the last plan event the session's view was made from (0:
+        none)."""
+        rows = self._query(
+            f"SELECT version FROM planledger_plan_views WHERE session_id = {self.placeholder}",
+            (session_id,),
+        )
+        return int(rows[0][0]) if rows else 0
 
     def plan_at(self, session_id: str, revision: int, decoder: PlanEventDecoder) -> PlanView | None:
         """The plan as commit `revision` left it (0: as the plan was created), its plan read
@@ -399,8 +408,8 @@ class SqliteViewStore(ViewStore):
         # a reader never sees a later id before an earlier one is committed.
         with self.lock:
             return self._execute(
-                "SELECT rowid, originator_id, originator_version, topic, state "
-                "FROM stored_events WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                f"{event_row_sql('stored_events', 'rowid')} WHERE e.rowid > ? "
+                "ORDER BY e.rowid LIMIT ?",
                 (after, limit),
             )
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.integration.storage import chain_again
+
 pytestmark = pytest.mark.usefixtures("warm_mode")
 
 
@@ -232,7 +234,8 @@ def test_verify_finds_an_edited_row(cli: Cli) -> None:
     cli("session", "open", "s1")
     cli("plan", "update", "s1", stdin=json.dumps(PLAN))
     assert cli.json("verify") == {"ok": True, "sessions_checked": 1, "problems": []}
-    with sqlite3.connect(cli.home / "ledger.sqlite3") as conn:
+    store = cli.home / "ledger.sqlite3"
+    with sqlite3.connect(store) as conn:
         (state,) = conn.execute(
             "SELECT state FROM stored_events WHERE originator_id='plan:s1' AND originator_version=3"
         ).fetchone()
@@ -243,6 +246,9 @@ def test_verify_finds_an_edited_row(cli: Cli) -> None:
             "originator_version=3",
             (json.dumps(data).encode(),),
         )
+    (broken,) = cli.json("verify", code=1)["problems"]
+    assert (broken["position"], broken["rule"]) == (3, "chain_broken")
+    chain_again(f"sqlite:///{store}", "plan:s1")  # rewritten by someone who knows the chain
     report = cli.json("verify", code=1)
     assert report["problems"] == [
         {

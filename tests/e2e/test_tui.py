@@ -30,6 +30,7 @@ from planledger.service.results import SessionView
 from projections.shapes import PlanView
 from tests.e2e.test_cli import planledger_command
 from tests.e2e.test_server import running_server
+from tests.integration.storage import chain_again
 
 SIZE = (110, 32)
 LIVE_DEADLINE = 1.0  # the spec: a commit by any writer shows within 1 s at the latest
@@ -325,6 +326,7 @@ def test_a_corrupt_session_exits_1_naming_the_rule(tmp_path: Path) -> None:
             "UPDATE stored_events SET state=? WHERE originator_id='plan:bad' AND state=?",
             (json.dumps({**json.loads(state), "revision": 7}).encode(), state),
         )
+    chain_again(f"sqlite:///{database}", "plan:bad")  # the chain holds: the rules catch it
     env = {**os.environ, "PLANLEDGER_HOME": str(tmp_path)}
     command = [planledger_command(), "--database", f"sqlite:///{database}"]
     subprocess.run([*command, "projections", "rebuild"], capture_output=True, env=env, timeout=60)

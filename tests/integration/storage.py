@@ -1,4 +1,8 @@
-"""Direct access to the stored event rows, as an auditor (or an attacker) would have it."""
+"""Direct access to the stored event rows, as an auditor (or an attacker) would have it.
+
+An edit through these helpers chains the stream again by default (`rechain`), as a history
+rewritten by someone who knows the chain's formula would be: only the plan rules can catch it
+then. `rechain=False` leaves the chain as the ledger wrote it, for the chain to catch."""
 
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import psycopg
 
+from domain.chain import GENESIS, link
+
 
 def _split_postgres(url: str) -> tuple[str, str]:
     parts = urlsplit(url)
@@ -18,6 +24,11 @@ def _split_postgres(url: str) -> tuple[str, str]:
 
 
 def read_state(url: str, originator_id: str, version: int) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(read_raw(url, originator_id, version))
+    return data
+
+
+def read_raw(url: str, originator_id: str, version: int) -> bytes:
     if url.startswith("sqlite"):
         with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
             row = conn.execute(
@@ -33,8 +44,7 @@ def read_state(url: str, originator_id: str, version: int) -> dict[str, Any]:
                 (originator_id, version),
             ).fetchone()
     assert row is not None, f"no event {originator_id} #{version}"
-    data: dict[str, Any] = json.loads(bytes(row[0]))
-    return data
+    return bytes(row[0])
 
 
 def write_state(url: str, originator_id: str, version: int, state: bytes) -> None:
@@ -56,12 +66,43 @@ def write_state(url: str, originator_id: str, version: int, state: bytes) -> Non
 
 
 def edit_event(
-    url: str, originator_id: str, version: int, change: Callable[[dict[str, Any]], None]
+    url: str,
+    originator_id: str,
+    version: int,
+    change: Callable[[dict[str, Any]], None],
+    rechain: bool = True,
 ) -> None:
     """Rewrite one stored event's JSON in place."""
     data = read_state(url, originator_id, version)
     change(data)
     write_state(url, originator_id, version, json.dumps(data).encode())
+    if rechain:
+        chain_again(url, originator_id)
+
+
+def chain_again(url: str, originator_id: str) -> None:
+    """Compute every chain of the stream again, in version order, over its rows as they are."""
+    select = "SELECT originator_version, topic, state FROM {} WHERE originator_id={} "
+    select += "ORDER BY originator_version"
+    update = "UPDATE {} SET chain={p} WHERE originator_id={p} AND originator_version={p}"
+    if url.startswith("sqlite"):
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            rows = conn.execute(select.format("stored_events", "?"), (originator_id,)).fetchall()
+            conn.executemany(update.format("stored_events", p="?"), _chains(originator_id, rows))
+        return
+    dsn, schema = _split_postgres(url)
+    table = f'"{schema}".planledger_events'
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(select.format(table, "%s"), (originator_id,)).fetchall()
+        conn.cursor().executemany(update.format(table, p="%s"), _chains(originator_id, rows))
+
+
+def _chains(originator_id: str, rows: list[Any]) -> list[tuple[str, str, int]]:
+    previous, chains = GENESIS, []
+    for version, topic, state in rows:
+        previous = link(previous, topic, originator_id, version, bytes(state))
+        chains.append((previous, originator_id, version))
+    return chains
 
 
 def count_events(url: str) -> int:
@@ -75,8 +116,14 @@ def count_events(url: str) -> int:
         return int(row[0])
 
 
-def delete_events(url: str, originator_id: str, *versions: int) -> None:
+def delete_events(url: str, originator_id: str, *versions: int, rechain: bool = True) -> None:
     """Remove event rows (all of the stream when no version is named)."""
+    _delete(url, originator_id, *versions)
+    if rechain and versions:
+        chain_again(url, originator_id)
+
+
+def _delete(url: str, originator_id: str, *versions: int) -> None:
     if url.startswith("sqlite"):
         with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
             if versions:
@@ -99,3 +146,55 @@ def delete_events(url: str, originator_id: str, *versions: int) -> None:
                 )
         else:
             conn.execute(f"DELETE FROM {table} WHERE originator_id=%s", (originator_id,))
+
+
+def _execute(url: str, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+    """Statements written with `{t}` for the events table and `?` for parameters, in one
+    transaction."""
+    if url.startswith("sqlite"):
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            for sql, params in statements:
+                conn.execute(sql.format(t="stored_events"), params)
+        return
+    dsn, schema = _split_postgres(url)
+    with psycopg.connect(dsn) as conn:
+        for sql, params in statements:
+            conn.execute(sql.format(t=f'"{schema}".planledger_events').replace("?", "%s"), params)
+
+
+def swap_states(url: str, originator_id: str, first: int, second: int) -> None:
+    """Swap two events' stored states (their chains stay where they were)."""
+    one, other = (read_raw(url, originator_id, version) for version in (first, second))
+    where = " WHERE originator_id=? AND originator_version=?"
+    _execute(
+        url,
+        [
+            ("UPDATE {t} SET state=?" + where, (other, originator_id, first)),
+            ("UPDATE {t} SET state=?" + where, (one, originator_id, second)),
+        ],
+    )
+
+
+def insert_before(
+    url: str, originator_id: str, version: int, topic: str, state: bytes, chain: str | None
+) -> None:
+    """Insert an event at `version`, the stream's later events moved one on (as SQL would)."""
+    later = " WHERE originator_id=? AND originator_version>=?"
+    _execute(
+        url,
+        [  # (through a range no event has: the key is checked row by row)
+            (
+                "UPDATE {t} SET originator_version=originator_version+1000000" + later,
+                (originator_id, version),
+            ),
+            (
+                "UPDATE {t} SET originator_version=originator_version-999999" + later,
+                (originator_id, version + 1000000),
+            ),
+            (
+                "INSERT INTO {t} (originator_id, originator_version, topic, state, chain) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (originator_id, version, topic, state, chain),
+            ),
+        ],
+    )

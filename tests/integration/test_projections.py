@@ -23,7 +23,7 @@ from projections.plan_json import read_plan_file
 from projections.plan_view import plan_view
 from projections.runner import VIEWS, ProjectionRunner, StaleBatch, event_rows
 from projections.shapes import CorruptMark
-from tests.integration.storage import read_state
+from tests.integration.storage import chain_again, read_state
 
 PLAN_CREATED = "domain.plan:Plan.PlanCreated"
 
@@ -276,7 +276,8 @@ def test_a_commit_breaking_the_rules_is_never_shown(ledger: PlanLedger, database
 def insert_raw(
     url: str, originator_id: str, version: int, topic: str, state: bytes, conn: Any = None
 ) -> int:
-    """Insert an event row directly (no table lock, no views); returns its store position."""
+    """Insert an event row directly (no table lock, no views), its stream chained again;
+    returns its store position."""
     if url.startswith("sqlite"):
         import sqlite3
 
@@ -287,7 +288,8 @@ def insert_raw(
                 (originator_id, version, topic, state),
             )
             assert cursor.lastrowid is not None
-            return cursor.lastrowid
+        chain_again(url, originator_id)
+        return cursor.lastrowid
     dsn, schema = url.split("?schema=")
     own = conn is None
     db = conn or psycopg.connect(dsn)
@@ -300,6 +302,7 @@ def insert_raw(
     if own:
         db.commit()
         db.close()
+        chain_again(url, originator_id)
     assert row is not None
     return int(row[0])
 

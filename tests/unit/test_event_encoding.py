@@ -1,8 +1,10 @@
-"""The ledger's event encoder writes exactly the bytes the library's JSON transcoder writes, for
-every kind of event and every text, and leaves what it cannot write to the library."""
+"""The ledger's event encoder writes canonical JSON (the bytes an event's chain is computed over):
+exactly what the library's JSON transcoder writes with sorted keys, for every kind of event and
+every text, decoded as the library decodes it; it leaves what it cannot write to the library."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from decimal import Decimal
 from typing import Any
@@ -12,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from domain.base import Aggregate
+from domain.chain import canonical
 from domain.forms import parse_proposal
 from domain.ids import plan_aggregate_id, session_aggregate_id
 from domain.plan import Plan
@@ -24,6 +27,9 @@ def transcoders() -> tuple[JSONTranscoder, EventTranscoder]:
     """The library's transcoder and ours, each with the ledger's transcodings."""
     ledger = Ledger.__new__(Ledger)  # register_transcodings needs no store
     library, ours = JSONTranscoder(), EventTranscoder()
+    library.encoder = json.JSONEncoder(  # the library's, with sorted keys
+        default=library._encode_obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
     ledger.register_transcodings(library)
     ledger.register_transcodings(ours)
     return library, ours
@@ -62,6 +68,7 @@ def test_every_kind_of_event_is_written_byte_for_byte_as_the_library_writes_it()
     library, ours = transcoders()
     for event in events("Ship the export", "Write the reader"):
         assert encoded(ours, event) == encoded(library, event), type(event).__name__
+        assert canonical(encoded(ours, event)) == encoded(ours, event)
         if not isinstance(event, Aggregate.Snapshot):  # every event but a snapshot: one call
             state = {k: v for k, v in event.__dict__.items() if k != "originator_id"}
             assert ours._prepared(state) is not None, type(event).__name__
@@ -76,6 +83,7 @@ def test_any_text_is_written_as_the_library_writes_it(title: str, step: str) -> 
     library, ours = transcoders()
     for event in events(title, step):
         assert encoded(ours, event) == encoded(library, event)
+        assert canonical(encoded(ours, event)) == encoded(ours, event)
 
 
 def test_what_it_cannot_write_is_left_to_the_library() -> None:

@@ -1,0 +1,212 @@
+"""The hash chain on both databases: every writer chains its events; every edit that keeps the
+plan rules (a title, an explanation, two payloads swapped, an event inserted) is caught by
+verify, by reads and by a rebuild, naming the session, the position and `chain_broken`; a
+store written before the chain is chained once when it opens."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from domain.chain import GENESIS, StreamChain, canonical, link
+from domain.errors import CorruptHistory
+from planledger.service import PlanLedger, open_planledger
+from planledger.storage.scan import ChainedEvent
+from tests.integration.storage import (
+    delete_events,
+    edit_event,
+    insert_before,
+    swap_states,
+)
+
+
+def codex(*steps: tuple[str, str], explanation: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"plan": [{"step": text, "status": s} for text, s in steps]}
+    if explanation is not None:
+        body["explanation"] = explanation
+    return body
+
+
+@pytest.fixture
+def ledger(database_url: str) -> Iterator[PlanLedger]:
+    """Session `s1`: plan events 1 (created), 2-3 (a commit), 4-5 (a commit with an
+    explanation), 6-7 (a rejection), 8-9 (a commit); a goal; session `s2` untouched."""
+    app = open_planledger(database_url, home=None)
+    for sid in ("s1", "s2"):
+        app.open_session(sid)
+        app.start_goal(sid, "g", "Ship it")
+        app.submit(sid, codex(("Look", "in_progress"), ("Fix", "pending")))
+        app.submit(sid, codex(("Look", "completed"), ("Fix", "in_progress"), explanation="why"))
+        app.submit(sid, codex(("Look", "in_progress"), ("Fix", "in_progress")))  # rejected
+        app.submit(sid, codex(("Look", "completed"), ("Fix", "completed")))
+    yield app
+    app.close()
+
+
+def rows(url: str, originator_id: str) -> list[ChainedEvent]:
+    sql = "SELECT originator_id, originator_version, topic, state, chain FROM {} "
+    sql += "WHERE originator_id = {} ORDER BY originator_version"
+    if url.startswith("sqlite"):
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            found = conn.execute(sql.format("stored_events", "?"), (originator_id,)).fetchall()
+    else:
+        dsn, schema = url.split("?schema=")
+        with psycopg.connect(dsn) as conn:
+            table = f'"{schema}".planledger_events'
+            found = conn.execute(sql.format(table, "%s"), (originator_id,)).fetchall()
+    return [ChainedEvent(o, v, t, bytes(s), c) for o, v, t, s, c in found]
+
+
+def test_every_event_is_chained_over_its_canonical_bytes(
+    ledger: PlanLedger, database_url: str
+) -> None:
+    for originator_id in ("plan:s1", "session:s1", "plan:s2"):
+        previous = GENESIS
+        for row in rows(database_url, originator_id):
+            assert canonical(row.state) == row.state  # stored as canonical JSON
+            expected = link(previous, row.topic, originator_id, row.originator_version, row.state)
+            assert row.chain == expected
+            previous = expected
+    assert ledger.verify().ok
+    assert ledger.ledger.chain_head("s1") == rows(database_url, "plan:s1")[-1].chain
+
+
+def retitle(data: dict[str, Any]) -> None:
+    data["snapshot"]["_data_"]["steps"][0]["title"] = "Look somewhere else"
+
+
+def reexplain(data: dict[str, Any]) -> None:
+    data["explanation"] = "a reason given later"
+
+
+def inserted(url: str) -> None:
+    """A proposal and its commit copied, chains and all, in before the rejection (6-7)."""
+    proposal, commit = (row for row in rows(url, "plan:s1") if row.originator_version in (4, 5))
+    for row in (commit, proposal):
+        insert_before(url, "plan:s1", 6, row.topic, row.state, row.chain)
+
+
+# The edit, where a replay finds it, and where the fold finds it (it meets events in store
+# order: rows inserted later come last, after the events moved to make room for them).
+TAMPERINGS: dict[str, tuple[Callable[[str], None], int, int]] = {
+    "a step title": (lambda url: edit_event(url, "plan:s1", 5, retitle, rechain=False), 5, 5),
+    "an explanation": (
+        lambda url: edit_event(url, "plan:s1", 4, reexplain, rechain=False),
+        4,
+        4,
+    ),
+    "two payloads swapped": (lambda url: swap_states(url, "plan:s1", 2, 4), 2, 2),
+    "an event inserted": (inserted, 6, 8),
+}
+
+
+@pytest.mark.parametrize("tampering", TAMPERINGS)
+def test_an_edit_that_keeps_the_rules_breaks_the_chain_for_every_reader(
+    ledger: PlanLedger,
+    database_url: str,
+    new_ledger: Callable[[str], PlanLedger],
+    tampering: str,
+) -> None:
+    tamper, position, folded_at = TAMPERINGS[tampering]
+    tamper(database_url)
+    reader = new_ledger(database_url)
+    report = reader.verify()
+    assert [(p.session_id, p.position, p.rule) for p in report.problems] == [
+        ("s1", position, "chain_broken")
+    ]
+    fresh = new_ledger(database_url)
+    for read in (
+        lambda: fresh.plan("s1"),
+        lambda: fresh.plan("s1", revision=1),
+        lambda: fresh.history("s1"),
+    ):
+        with pytest.raises(CorruptHistory) as caught:
+            read()
+        assert (caught.value.position, caught.value.rule) == (position, "chain_broken")
+    assert fresh.compaction("s1").state == "unreadable"
+    assert fresh.plan("s2").revision == 3  # every other session reads on
+    fresh.runner.rebuild()  # the fold judges the chain too
+    assert fresh.runner.corrupt["s1"].rule == "chain_broken"
+    assert fresh.runner.corrupt["s1"].position == folded_at
+    assert set(fresh.runner.corrupt) == {"s1"}
+
+
+def test_a_rewritten_history_with_a_valid_chain_is_left_to_the_rules(
+    ledger: PlanLedger, database_url: str, new_ledger: Callable[[str], PlanLedger]
+) -> None:
+    def reopened(data: dict[str, Any]) -> None:  # "Look" back in progress: breaks a rule
+        data["snapshot"]["_data_"]["steps"][0]["status"] = "in_progress"
+        data["snapshot"]["_data_"]["steps"][1]["status"] = "pending"
+
+    edit_event(database_url, "plan:s1", 9, reopened)  # chained again, as an attacker might
+    (problem,) = new_ledger(database_url).verify().problems
+    assert problem.rule == "snapshot_mismatch" and problem.position == 9
+
+
+def test_the_last_events_gone_are_caught_by_a_read_of_the_views_made_from_them(
+    ledger: PlanLedger, database_url: str, new_ledger: Callable[[str], PlanLedger]
+) -> None:
+    delete_events(database_url, "plan:s1", 9, rechain=False)
+    with pytest.raises(CorruptHistory) as caught:
+        new_ledger(database_url).plan("s1")
+    assert (caught.value.position, caught.value.rule) == (9, "chain_broken")
+
+
+def test_a_store_written_before_the_chain_is_chained_once_when_it_opens(
+    ledger: PlanLedger, database_url: str, new_ledger: Callable[[str], PlanLedger]
+) -> None:
+    before = {o: rows(database_url, o) for o in ("plan:s1", "session:s1", "plan:s2")}
+    ledger.close()
+    unchained(database_url)
+    reopened = new_ledger(database_url)
+    assert reopened.verify().ok
+    for originator_id, old in before.items():
+        again = rows(database_url, originator_id)
+        assert [row.state for row in again] == [row.state for row in old]  # never rewritten
+        links = StreamChain()
+        assert all(links.broken(row) is None for row in again)
+    reopened.submit("s1", codex(("Look", "completed"), ("Fix", "completed"), ("Ship", "pending")))
+    assert reopened.verify().ok and reopened.plan("s1").revision == 4
+
+
+def unchained(url: str) -> None:
+    """The store as a ledger before the chain left it: no chains, states in the library's key
+    order (not sorted), schema version 5."""
+    unsorted = {
+        key: json.dumps(json.loads(state), separators=(",", ":"), ensure_ascii=False).encode()
+        for key, state in states(url).items()
+    }
+    if url.startswith("sqlite"):
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            conn.executemany(
+                "UPDATE stored_events SET state = ?, chain = NULL "
+                "WHERE originator_id = ? AND originator_version = ?",
+                [(state, *key) for key, state in unsorted.items()],
+            )
+            conn.execute("PRAGMA user_version = 5")
+        return
+    dsn, schema = url.split("?schema=")
+    with psycopg.connect(dsn) as conn:
+        conn.cursor().executemany(
+            f'UPDATE "{schema}".planledger_events SET state = %s, chain = NULL '
+            "WHERE originator_id = %s AND originator_version = %s",
+            [(state, *key) for key, state in unsorted.items()],
+        )
+        conn.execute(f"UPDATE \"{schema}\".planledger_meta SET value = 5 WHERE key = 'schema'")
+
+
+def states(url: str) -> dict[tuple[str, int], bytes]:
+    sql = "SELECT originator_id, originator_version, state FROM {}"
+    if url.startswith("sqlite"):
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            found = conn.execute(sql.format("stored_events")).fetchall()
+    else:
+        dsn, schema = url.split("?schema=")
+        with psycopg.connect(dsn) as conn:
+            found = conn.execute(sql.format(f'"{schema}".planledger_events')).fetchall()
+    return {(o, v): bytes(s) for o, v, s in found}
