@@ -98,6 +98,11 @@ class ProposalNotFound(LedgerError):
     code = "proposal_not_found"
 
 
+class CheckpointNotFound(LedgerError):
+    kind = ErrorKind.NOT_FOUND
+    code = "checkpoint_not_found"
+
+
 class RevisionNotFound(LedgerError):
     kind = ErrorKind.NOT_FOUND
     code = "revision_not_found"

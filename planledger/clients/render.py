@@ -137,7 +137,7 @@ def verify_text(report: VerifyReport) -> Group:
     if report.ok:
         return Group(
             Text(
-                f"ok: {report.sessions_checked} session(s) replayed, every rule holds",
+                f"ok: {report.sessions_checked} session(s) replayed, every rule and chain holds",
                 style="bold green",
             )
         )
@@ -149,7 +149,8 @@ def verify_text(report: VerifyReport) -> Group:
         )
     ]
     for p in report.problems:
-        lines.append(Text(f"  session {p.session_id} event {p.position} [{p.rule}]: {p.message}"))
+        where = f"session {p.session_id} event" if p.session_id else "the store at position"
+        lines.append(Text(f"  {where} {p.position} [{p.rule}]: {p.message}"))
     return Group(*lines)
 
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from domain.errors import (
     CorruptHistory,
@@ -34,6 +34,14 @@ from projections.compaction import DEFAULT_MAX_CHARS, CompactionSnapshot, build_
 from projections.decode import PlanEventDecoder
 from projections.runner import ProjectionRunner
 from projections.shapes import CorruptMark, History, PlanView, SessionList
+
+if TYPE_CHECKING:  # (cryptography is imported by the commands that sign or check)
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey,
+        Ed25519PublicKey,
+    )
+
+    from domain.checkpoint import Checkpoint
 
 FEED_BATCH = 500
 CHECK_INTERVAL = 0.25  # seconds between checks that the views are not behind the store
@@ -242,9 +250,16 @@ class PlanLedger:
             raise broken
         return view
 
-    def verify(self, session_ids: Sequence[str] | None = None) -> VerifyReport:
-        """Replay from the first event (never a snapshot), re-checking every rule. A session
-        found corrupt is marked so in the views: reads refuse it from then on."""
+    def verify(
+        self,
+        session_ids: Sequence[str] | None = None,
+        checkpoint: Checkpoint | None = None,
+        trusted: Ed25519PublicKey | None = None,
+    ) -> VerifyReport:
+        """Replay from the first event (never a snapshot), re-checking every rule and chain,
+        and, given a `checkpoint`, that the store still holds every event it signed (with
+        `trusted`, that this key signed it). A session found corrupt is marked so in the
+        views: reads refuse it from then on."""
         for session_id in session_ids or ():
             validate_id(session_id)
             if self.views.plan_view(session_id) is None and not self.ledger.session_exists(
@@ -252,8 +267,17 @@ class PlanLedger:
             ):
                 raise SessionNotFound(session_id)
         report = self.ledger.verify(session_ids)
+        if checkpoint is not None:
+            from planledger.service.checkpoints import checkpoint_problems
+
+            found = checkpoint_problems(self.views, checkpoint, trusted)
+            wanted = set(session_ids or ())
+            found = [p for p in found if not wanted or p.session_id in wanted or not p.session_id]
+            if found:
+                problems = [*report.problems, *found]
+                report = report.model_copy(update={"ok": False, "problems": problems})
         for problem in report.problems:
-            if problem.rule != "session_not_found":
+            if problem.rule != "session_not_found" and problem.session_id:
                 self.views.mark_corrupt(
                     problem.session_id,
                     CorruptMark(
@@ -261,6 +285,17 @@ class PlanLedger:
                     ),
                 )
         return report
+
+    def checkpoint(self, key: Ed25519PrivateKey) -> Checkpoint:
+        """A signed statement of the store as it is now (planledger.service.checkpoints)."""
+        from planledger.service.checkpoints import make_checkpoint
+
+        return make_checkpoint(self.views, self.database, key)
+
+    def latest_checkpoint(self) -> Checkpoint | None:
+        from planledger.service.checkpoints import latest_checkpoint
+
+        return latest_checkpoint(self.views)
 
     # -- live feed --------------------------------------------------------------------------
 

@@ -159,6 +159,21 @@ class PostgresViewStore(ViewStore):
 
         return self._on_reader(read)
 
+    def chain_heads(self, position: int | None = None) -> tuple[int, list[tuple[Any, ...]]]:
+        def read(conn: psycopg.Connection[Any]) -> tuple[int, list[tuple[Any, ...]]]:
+            with conn.transaction():
+                # (as read_event_rows: no event below the position still in flight)
+                conn.execute(f"LOCK TABLE {self.events_table} IN SHARE MODE")
+                at = position
+                if at is None:
+                    found = conn.execute(
+                        f"SELECT COALESCE(MAX(notification_id), 0) FROM {self.events_table}"
+                    ).fetchone()
+                    at = int(found[0]) if found else 0
+                return at, conn.execute(self.heads_sql(), (at,)).fetchall()
+
+        return self._on_reader(read)
+
     def batch_bounds(self, after: int, limit: int) -> Bounds:
         def read(conn: psycopg.Connection[Any]) -> Bounds:
             with conn.transaction():

@@ -205,6 +205,41 @@ class ViewStore(ABC):
         corrupt = CorruptMark.model_validate(json_value(rows[0][1])) if rows[0][1] else None
         return PlanView.model_validate(json_value(rows[0][0])), corrupt
 
+    # -- checkpoints ----------------------------------------------------------------------
+
+    def heads_sql(self) -> str:
+        """Each stream's last event at a store position (its one parameter): (aggregate id,
+        version, chain)."""
+        t, i, p = self.events_table, self.id_column, self.placeholder
+        return (
+            f"SELECT e.originator_id, e.originator_version, COALESCE(e.chain, '') FROM {t} e "
+            f"JOIN (SELECT originator_id, MAX(originator_version) AS v FROM {t} WHERE {i} <= {p} "
+            "GROUP BY originator_id) m "
+            "ON e.originator_id = m.originator_id AND e.originator_version = m.v"
+        )
+
+    @abstractmethod
+    def chain_heads(self, position: int | None = None) -> tuple[int, list[tuple[Any, ...]]]:
+        """The store position (`position`, else the last committed one) and each stream's
+        last event there, read together (see heads_sql)."""
+
+    def save_checkpoint(self, position: int, made_at: str, statement: str) -> None:
+        p = self.placeholder
+        with self.lock, self._write_transaction():
+            self._execute(
+                "INSERT INTO planledger_checkpoints (position, made_at, statement) "
+                f"VALUES ({p}, {p}, {p}) ON CONFLICT (position) DO UPDATE SET "
+                "made_at = excluded.made_at, statement = excluded.statement",
+                (position, made_at, statement),
+            )
+
+    def latest_checkpoint(self) -> str | None:
+        """The statement of the checkpoint of the highest position (None: none made)."""
+        rows = self._query(
+            "SELECT statement FROM planledger_checkpoints ORDER BY position DESC LIMIT 1"
+        )
+        return str(rows[0][0]) if rows else None
+
     def view_version(self, session_id: str) -> int:
         """The stream position of the last plan event the session's view was made from (0:
         none)."""
@@ -421,6 +456,17 @@ class SqliteViewStore(ViewStore):
                 (after, after, limit),
             )
         return int(rows[0][0]), int(rows[0][1])
+
+    def chain_heads(self, position: int | None = None) -> tuple[int, list[tuple[Any, ...]]]:
+        self._query("BEGIN")  # one snapshot for both reads
+        try:
+            if position is None:
+                position = int(
+                    self._query("SELECT COALESCE(MAX(rowid), 0) FROM stored_events")[0][0]
+                )
+            return position, self._query(self.heads_sql(), (position,))
+        finally:
+            self._query("COMMIT")
 
     def share_reader(self, count: int, session_topics: Collection[str]) -> ShareReader:
         return SqliteShares(self.path, self.timeout, count, session_topics)

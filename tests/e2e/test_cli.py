@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.storage import chain_again
+from tests.integration.storage import chain_again, delete_events
 
 pytestmark = pytest.mark.usefixtures("warm_mode")
 
@@ -95,6 +95,7 @@ def test_help_for_every_command(cli: Cli) -> None:
         ["plan", "show"],
         ["plan", "history"],
         ["verify"],
+        ["checkpoint"],
         ["demo"],
         ["session", "open"],
         ["goal", "start"],
@@ -260,6 +261,38 @@ def test_verify_finds_an_edited_row(cli: Cli) -> None:
     ]
     human = cli("verify", "s1")
     assert human.returncode == 1 and "revision_sequence" in human.stdout
+
+
+def test_a_checkpoint_proves_a_truncated_session_that_verify_alone_cannot_see(
+    cli: Cli, tmp_path: Path
+) -> None:
+    cli("session", "open", "s1")
+    cli("plan", "update", "s1", stdin=json.dumps(PLAN))
+    statement = tmp_path / "checkpoint.json"
+    made = cli("checkpoint", "--out", str(statement))
+    assert made.returncode == 0 and "1 session(s) at store position" in made.stdout
+    pub = cli.home / "keys" / "checkpoint.pub"
+    assert json.loads(cli("checkpoint").stdout)["root"] == json.loads(statement.read_text())["root"]
+    args = ("verify", "--checkpoint", str(statement), "--public-key", str(pub))
+    assert cli.json(*args)["ok"] is True
+    delete_events(f"sqlite:///{cli.home / 'ledger.sqlite3'}", "plan:s1", 3)  # the last event
+    assert cli.json("verify")["ok"] is True  # every chain and rule of what is left holds
+    (problem,) = cli.json(*args, code=1)["problems"]
+    assert (problem["session_id"], problem["position"], problem["rule"]) == (
+        "s1",
+        3,
+        "checkpoint_mismatch",
+    )
+    refused = cli("plan", "show", "s1")  # marked by verify: reads refuse it
+    assert refused.returncode == 1 and "checkpoint_mismatch" in refused.stderr
+    statement.write_text(statement.read_text().replace('"sessions": 1', '"sessions": 2'))
+    forged = cli.json(*args, code=1)["problems"]
+    assert any("signature does not hold" in p["message"] for p in forged)
+    for bad in (["--checkpoint", str(pub)], ["--checkpoint", str(tmp_path / "none.json")]):
+        result = cli("verify", *bad)
+        assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    lone_key = cli("verify", "--public-key", str(pub))
+    assert lone_key.returncode == 2 and "--checkpoint" in lone_key.stderr
 
 
 def test_database_errors_are_one_line(cli: Cli) -> None:

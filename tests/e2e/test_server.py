@@ -1300,6 +1300,43 @@ def test_a_corrupt_session_is_reported_and_the_others_keep_working(
         assert get_json(api, "/healthz")["status"] == "ok"
 
 
+def test_the_latest_checkpoint_is_served_and_verifies_offline(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    env = {**os.environ, "PLANLEDGER_HOME": str(home)}
+    command = [planledger_command(), "--database", sqlite_url]
+    with running_server(sqlite_url, home) as server, server.client() as api:
+        missing = get_json(api, "/checkpoint", 404)
+        assert missing["error"]["code"] == "checkpoint_not_found"
+        open_session(api, "s1")
+        propose(api, "s1", PLAN_1, 200)
+        made = subprocess.run(
+            [*command, "checkpoint"], capture_output=True, text=True, env=env, timeout=60
+        )
+        assert made.returncode == 0, made.stderr
+        served = get_json(api, "/checkpoint")
+    assert served == json.loads(made.stdout)
+    assert served["sessions"] == 1 and served["position"] >= 3
+    statement = tmp_path / "served.json"
+    statement.write_text(json.dumps(served))
+    checked = subprocess.run(
+        [
+            *command,
+            "verify",
+            "--checkpoint",
+            str(statement),
+            "--public-key",
+            str(home / "keys" / "checkpoint.pub"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
 def test_docs_work_offline_and_declare_the_bearer_scheme(tmp_path: Path, sqlite_url: str) -> None:
     with (
         running_server(sqlite_url, tmp_path / "home", token=TOKEN) as server,

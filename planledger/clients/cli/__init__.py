@@ -1,8 +1,19 @@
 """`planledger`: the full command line (planledger.clients.entry routes the hot commands past
 it). Each module registers its commands on the typer application of `app`."""
 
-from planledger.clients.cli import admin, agents, plans, sessions, warm
+from planledger.clients.cli import admin, agents, audit, plans, sessions, warm
 from planledger.clients.cli.app import app, main, run
 from planledger.clients.payload import read_payload
 
-__all__ = ["admin", "agents", "app", "main", "plans", "read_payload", "run", "sessions", "warm"]
+__all__ = [
+    "admin",
+    "agents",
+    "app",
+    "audit",
+    "main",
+    "plans",
+    "read_payload",
+    "run",
+    "sessions",
+    "warm",
+]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from domain.errors import InvalidInput
 from planledger.clients import render
 from planledger.clients.cli.app import (
     LOOPBACK_HOSTS,
@@ -29,6 +31,7 @@ from planledger.storage.settings import database_settings
 if TYPE_CHECKING:
     from rich.progress import Progress
 
+    from domain.checkpoint import Checkpoint
     from planledger.service.files import PlanFiles
 
 projections_app = typer.Typer(
@@ -160,15 +163,61 @@ def verify(
         list[str] | None, typer.Argument(metavar="[ID ...]", help="Sessions (default: all).")
     ] = None,
     as_json: JsonFlag = False,
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint",
+            metavar="FILE",
+            help="Also prove that every event up to the position of this statement (made by "
+            "`planledger checkpoint`) is still there, unchanged.",
+        ),
+    ] = None,
+    public_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--public-key",
+            metavar="FILE",
+            help="The key the checkpoint must be signed with (its checkpoint.pub). Without it, "
+            "the signature is checked against the key the statement names.",
+        ),
+    ] = None,
 ) -> None:
-    """Replay every event from the first, ignoring snapshots, re-checking every rule.
+    """Replay every event from the first, ignoring snapshots, re-checking every rule and every
+    event's hash chain (and, with --checkpoint, what the checkpoint signed).
 
-    Exit 0 clean, 1 corrupt (naming session, event position and rule).
+    Exit 0 clean, 1 corrupt or tampered with (naming session, event position and rule:
+    `chain_broken`, `checkpoint_mismatch` or the plan rule broken), 2 unreadable input.
     """
-    report = service().verify(session_ids or None)
+    if public_key is not None and checkpoint is None:
+        raise typer.BadParameter("--public-key checks a --checkpoint: give one")
+    statement, trusted = None, None
+    if checkpoint is not None:
+        from planledger.service.keys import public_key as read_public_key
+
+        statement = read_checkpoint(checkpoint)
+        trusted = read_public_key(public_key) if public_key is not None else None
+    report = service().verify(session_ids or None, statement, trusted)
     emit(as_json, report, render.verify_text(report))
     if not report.ok:
         raise typer.Exit(EXIT_FAILED)
+
+
+def read_checkpoint(path: Path) -> Checkpoint:
+    """The statement in `path` (InvalidInput, exit 2, when it is not one)."""
+    from pydantic import ValidationError
+
+    from domain.checkpoint import Checkpoint
+
+    try:
+        return Checkpoint.model_validate_json(path.read_bytes())
+    except OSError as error:
+        raise InvalidInput(f"cannot read the checkpoint {str(path)!r}: {error}") from None
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise InvalidInput(
+            f"{str(path)!r} is not a checkpoint: {where or 'the file'}: {first['msg']}"
+        ) from None
 
 
 @app.command("demo")

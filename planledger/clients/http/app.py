@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from planledger.clients.http.bodies import Health
 from planledger.clients.http.errors import ErrorBody, install_error_handlers
 from planledger.clients.http.guards import BodyLimit, TokenGuard
-from planledger.clients.http.routes import events, goals, plans, sessions
+from planledger.clients.http.routes import audit, events, goals, plans, sessions
 from planledger.clients.http.unavailable import install_storage_errors
 from planledger.service import PlanLedger
 
@@ -51,7 +51,7 @@ def create_app(open_service: Callable[[], PlanLedger], token: str | None = None)
         responses={401: {"model": ErrorBody}, 413: {"model": ErrorBody}, 422: {"model": ErrorBody}},
     )
     app.state.token = token
-    for router in (sessions.router, plans.router, goals.router, events.router):
+    for router in (sessions.router, plans.router, goals.router, events.router, audit.router):
         app.include_router(router)
     from planledger.clients.web import install as install_web_page  # web imports http's parts
 
