@@ -98,6 +98,16 @@ class ProposalNotFound(LedgerError):
     code = "proposal_not_found"
 
 
+class TokenNotFound(LedgerError):
+    kind = ErrorKind.NOT_FOUND
+    code = "token_not_found"
+
+
+class TokenExists(LedgerError):
+    kind = ErrorKind.EXISTS
+    code = "token_exists"
+
+
 class CheckpointNotFound(LedgerError):
     kind = ErrorKind.NOT_FOUND
     code = "checkpoint_not_found"

@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # (cryptography is imported by the commands that sign or chec
     )
 
     from domain.checkpoint import Checkpoint
+    from planledger.service.tokens import Grant, NewToken, TokenInfo
 
 FEED_BATCH = 500
 CHECK_INTERVAL = 0.25  # seconds between checks that the views are not behind the store
@@ -296,6 +297,34 @@ class PlanLedger:
         from planledger.service.checkpoints import latest_checkpoint
 
         return latest_checkpoint(self.views)
+
+    # -- named tokens of the HTTP server (planledger.service.tokens) --------------------------
+
+    def add_token(self, name: str, scope: str) -> NewToken:
+        from planledger.service.tokens import Scope, add_token
+
+        return add_token(self.views, name, Scope(scope))
+
+    def tokens(self) -> list[TokenInfo]:
+        from planledger.service.tokens import list_tokens
+
+        return list_tokens(self.views)
+
+    def revoke_token(self, name: str) -> None:
+        from planledger.service.tokens import revoke_token
+
+        revoke_token(self.views, name)
+
+    def grant_of(self, token: str) -> Grant | None:
+        """What a token in use may do (None: unknown or revoked)."""
+        from planledger.service.tokens import grant_of
+
+        return grant_of(self.views, token)
+
+    def tokens_in_use(self) -> bool:
+        from planledger.service.tokens import tokens_in_use
+
+        return tokens_in_use(self.views)
 
     # -- live feed --------------------------------------------------------------------------
 

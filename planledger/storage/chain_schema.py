@@ -19,6 +19,11 @@ CHECKPOINTS_DDL = (
     "CREATE TABLE IF NOT EXISTS planledger_checkpoints (position BIGINT PRIMARY KEY, "
     "made_at TEXT NOT NULL, statement TEXT NOT NULL)"
 )
+# Named tokens of the HTTP server (planledger.service.tokens): only their SHA-256 is kept.
+TOKENS_DDL = (
+    "CREATE TABLE IF NOT EXISTS planledger_tokens (name TEXT PRIMARY KEY, scope TEXT NOT NULL, "
+    "token_hash TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL, revoked_at TEXT)"
+)
 PAGE = 5000
 
 # The chain of a new row, as domain.chain.link computes it over the stored state.
@@ -81,6 +86,7 @@ def sqlite_chain_setup(conn: Any) -> None:
     if "chain" not in columns:
         conn.execute("ALTER TABLE stored_events ADD COLUMN chain TEXT")
     conn.execute(CHECKPOINTS_DDL)
+    conn.execute(TOKENS_DDL)
     chain_missing(
         lambda originator_id, version, limit: conn.execute(
             "SELECT originator_id, originator_version, topic, state, chain FROM stored_events "
@@ -108,6 +114,7 @@ def postgres_chain_setup(conn: Any, schema: str) -> None:
         f"FOR EACH ROW EXECUTE FUNCTION {quoted}.planledger_chain()"
     )
     conn.execute(CHECKPOINTS_DDL)
+    conn.execute(TOKENS_DDL)
     conn.execute(f"LOCK TABLE {events} IN EXCLUSIVE MODE")  # the writers' own lock
     with conn.cursor(binary=True) as cursor:
         chain_missing(

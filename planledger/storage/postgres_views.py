@@ -133,6 +133,11 @@ class PostgresViewStore(ViewStore):
         with self.conn.cursor() as cursor:
             cursor.executemany(sql, rows)
 
+    def _changed(self, sql: str, params: Sequence[Any]) -> int:
+        with self.conn.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.rowcount
+
     @contextmanager
     def _write_transaction(self) -> Iterator[None]:
         with self.conn.transaction():

@@ -205,6 +205,21 @@ class ViewStore(ABC):
         corrupt = CorruptMark.model_validate(json_value(rows[0][1])) if rows[0][1] else None
         return PlanView.model_validate(json_value(rows[0][0])), corrupt
 
+    # -- the audit's own tables (checkpoints, tokens) -----------------------------------------
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """A query written with this database's `placeholder`, on a reader's connection."""
+        return self._query(sql, params)
+
+    def write(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """A statement in a transaction of its own; how many rows it changed."""
+        with self.lock, self._write_transaction():
+            return self._changed(sql, params)
+
+    @abstractmethod
+    def _changed(self, sql: str, params: Sequence[Any]) -> int:
+        """Run a statement on the writer's connection; the rows it changed."""
+
     # -- checkpoints ----------------------------------------------------------------------
 
     def heads_sql(self) -> str:
@@ -427,6 +442,9 @@ class SqliteViewStore(ViewStore):
 
     def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self.conn.executemany(sql, rows)
+
+    def _changed(self, sql: str, params: Sequence[Any]) -> int:
+        return self.conn.execute(sql, params).rowcount
 
     @contextmanager
     def _write_transaction(self) -> Iterator[None]:

@@ -838,6 +838,80 @@ def test_token_guards_every_route_but_healthz(sqlite_url: str, tmp_path: Path) -
             assert [e.event for e in stream.take(2)] == ["plan.proposed", "plan.committed"]
 
 
+def test_named_tokens_read_write_and_name_each_proposals_actor(
+    database_url: str, tmp_path: Path
+) -> None:
+    """A read token reads everything and writes nothing (403, nothing changes); two write
+    tokens each have their name recorded as the actor of the proposals they send; a revoked
+    token is refused within about a second; PLANLEDGER_TOKEN stays an admin token."""
+    home = tmp_path / "home"
+    env = {**os.environ, "PLANLEDGER_HOME": str(home)}
+    tokens = {}
+    for name, scope in (("auditor", "read"), ("agent-a", "write"), ("agent-b", "write")):
+        made = subprocess.run(
+            [
+                planledger_command(),
+                "--database",
+                database_url,
+                "tokens",
+                "add",
+                name,
+                "--scope",
+                scope,
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert made.returncode == 0, made.stderr
+        tokens[name] = json.loads(made.stdout)["token"]
+    with running_server(database_url, home, token=TOKEN) as server:
+        with server.client(anonymous=True) as anonymous:
+            assert anonymous.get("/sessions").status_code == 401
+            handoff = anonymous.get(f"/ui?token={tokens['auditor']}")  # a browser's first visit
+            assert handoff.status_code == 303
+            assert anonymous.get("/sessions").status_code == 200  # by the cookie it was given
+        with server.client(tokens["agent-a"]) as a, server.client(tokens["agent-b"]) as b:
+            open_session(a, "s1")
+            propose(a, "s1", PLAN_1, 200)
+            propose(b, "s1", PLAN_2, 200)
+        with server.client(tokens["auditor"]) as auditor:
+            before = {
+                path: get_json(auditor, path) for path in ("/sessions/s1", "/sessions/s1/plan")
+            }
+            for method, path, body in GUARDED_ROUTES:
+                response = auditor.request(method, path, json=body) if method != "GET" else None
+                if response is not None:
+                    assert response.status_code == 403, (method, path, response.text)
+                    assert response.json()["error"]["code"] == "forbidden"
+            for path in ("/sessions", "/sessions/s1/plan/history", "/ui", "/docs"):
+                assert auditor.get(path).status_code == 200, path
+            assert {path: get_json(auditor, path) for path in before} == before
+            history = get_json(auditor, "/sessions/s1/plan/history")["entries"]
+        actors = [e["actor"] for e in history if e["kind"] == "proposed"]
+        assert actors == ["agent-a", "agent-b"]
+        with server.client() as admin:  # PLANLEDGER_TOKEN
+            propose(admin, "s1", PLAN_3, 200)
+            history = get_json(admin, "/sessions/s1/plan/history")["entries"]
+        assert history[-2]["actor"] == "PLANLEDGER_TOKEN"
+        revoked = subprocess.run(
+            [planledger_command(), "--database", database_url, "tokens", "revoke", "agent-b"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert revoked.returncode == 0, revoked.stderr
+        with server.client(tokens["agent-b"]) as b:
+            deadline = time.monotonic() + 5
+            while (response := b.get("/sessions/s1")).status_code == 200:
+                assert time.monotonic() < deadline, "a revoked token was still let in"
+                time.sleep(0.1)
+            assert response.status_code == 401
+
+
 def test_a_token_in_an_api_url_is_refused(sqlite_url: str, tmp_path: Path) -> None:
     """The token comes from the Authorization header or the web page's cookie, never from an
     API URL: `?token=` alone is a 401 on every API route, /docs and /openapi.json. Only a web

@@ -1,13 +1,15 @@
-"""Audit commands: signed checkpoints of the store (`verify --checkpoint` checks one)."""
+"""Audit commands: signed checkpoints of the store (`verify --checkpoint` checks one) and the
+HTTP server's named tokens."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from planledger.clients.cli.app import app, out, service
+from planledger.clients.cli.app import JsonFlag, app, emit, err, out, service
 from planledger.storage.settings import home_dir
 
 
@@ -51,3 +53,65 @@ def checkpoint(
         + (f" (public key: {public})" if public.exists() else ""),
         markup=False,
     )
+
+
+tokens_app = typer.Typer(
+    help="Named tokens of the HTTP server: each proposal records the name of the token that "
+    "sent it as its actor. Adding one makes the server require a token.",
+    no_args_is_help=True,
+)
+app.add_typer(tokens_app, name="tokens")
+
+
+class ScopeChoice(StrEnum):
+    read = "read"
+    write = "write"
+    admin = "admin"
+
+
+@tokens_app.command("add")
+def tokens_add(
+    name: Annotated[
+        str, typer.Argument(metavar="NAME", help="Who holds it (1-64 of A-Za-z0-9._-).")
+    ],
+    scope: Annotated[
+        ScopeChoice,
+        typer.Option(help="read: every GET; write: also proposals, sessions, goals; admin: all."),
+    ] = ScopeChoice.read,
+    as_json: JsonFlag = False,
+) -> None:
+    """Make a token and print it, once: only its SHA-256 is kept."""
+    made = service().add_token(name, scope.value)
+    if as_json:
+        emit(True, made, None)
+        return
+    out.print(made.token, markup=False)
+    err.print(
+        f"token {made.name!r} ({made.scope.value}): shown this once; send it as "
+        "`Authorization: Bearer <token>`",
+        markup=False,
+    )
+
+
+@tokens_app.command("list")
+def tokens_list(as_json: JsonFlag = False) -> None:
+    """Every token's name, scope and dates (never the tokens themselves)."""
+    found = service().tokens()
+    if as_json:
+        emit(True, {"tokens": [t.model_dump(mode="json") for t in found]}, None)
+        return
+    if not found:
+        out.print("No tokens: add one with `planledger tokens add NAME --scope read|write|admin`.")
+        return
+    for token in found:
+        state = f"revoked {token.revoked_at}" if token.revoked_at else "in use"
+        out.print(
+            f"{token.name}  {token.scope.value}  made {token.created_at}  {state}", markup=False
+        )
+
+
+@tokens_app.command("revoke")
+def tokens_revoke(name: Annotated[str, typer.Argument(metavar="NAME")]) -> None:
+    """Refuse the token from now on (a running server within a second)."""
+    service().revoke_token(name)
+    out.print(f"token {name!r} revoked", markup=False)

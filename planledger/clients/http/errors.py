@@ -72,6 +72,17 @@ def unauthorized() -> JSONResponse:
     )
 
 
+def forbidden(name: str) -> JSONResponse:
+    return error_response(
+        403, "forbidden", f"the token {name!r} may only read: writes need a write or admin token"
+    )
+
+
+def unavailable(error: Exception) -> JSONResponse:
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+    return error_response(503, "storage_unavailable", f"storage unavailable: {first}; retry later")
+
+
 def jsonable_errors(error: RequestValidationError) -> list[dict[str, Any]]:
     """FastAPI's validation errors, made JSON-safe (inputs can hold bytes or odd objects, and
     strings with lone surrogates, which cannot be encoded as UTF-8: they become "?")."""

@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs
 
-from planledger.clients.http.errors import BodyTooLarge, error_response, too_large, unauthorized
+from starlette.concurrency import run_in_threadpool
+
+from planledger.clients.http.errors import (
+    BodyTooLarge,
+    error_response,
+    forbidden,
+    too_large,
+    unauthorized,
+    unavailable,
+)
+from planledger.service import PlanLedger
+from planledger.service.tokens import ENV_TOKEN_NAME, PREFIX, Grant
+from planledger.service.tokens import Scope as TokenScope
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Any]]
@@ -21,43 +34,102 @@ TOKEN_COOKIE = "planledger_token"
 # The web pages that turn `?token=` into a cookie (web.routes.token_handoff): the only paths
 # whose query the guard reads a token from.
 HANDOFF_PAGE, HANDOFF_PAGES = "/ui", "/ui/sessions/"
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+GRANT_TTL = 1.0  # seconds a token's grant (or that no named token is in use) is trusted
+MAX_GRANTS_KEPT = 1024  # distinct tokens remembered (a flood of wrong ones clears them)
 BODY_TIMEOUT = 10.0  # seconds to receive a whole request body (a plan is at most 256 KiB)
 
 
 class TokenGuard:
-    """With a token, every path but /healthz needs `Authorization: Bearer <token>` (compared in
-    constant time). A browser may instead open a web page once with `?token=...`: the page
-    then keeps it in a cookie, which is accepted everywhere. An API URL never carries the
-    token (it would end up in logs and histories)."""
+    """With a token required, every path but /healthz needs `Authorization: Bearer <token>`:
+    the server's own token (`PLANLEDGER_TOKEN`, compared in constant time, an admin token) or
+    a named token of the store (planledger.service.tokens). A token is required when the
+    server has its own or the store has a named one in use. A browser may instead open a web
+    page once with `?token=...`: the page then keeps it in a cookie, which is accepted
+    everywhere. An API URL never carries the token (it would end up in logs and histories).
+
+    A `read` token gets 403 on every method that writes. The name of the token that let a
+    request in is its `actor` (request.state.actor). What the store says of a token is kept
+    for GRANT_TTL seconds: a revoked token is refused within that time."""
 
     def __init__(self, app: App, token: str | None) -> None:
         self.app = app
         self.token = token.encode() if token else None
+        self.grants: dict[str, tuple[float, Grant | None]] = {}
+        self.in_use: tuple[float, bool] = (-GRANT_TTL, False)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.token is None or scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        if self._allowed(scope):
+        try:
+            grant, from_query = await self._grant(scope)
+            required = grant is not None or self.token is not None or await self._in_use(scope)
+        except Exception as error:  # the store cannot say who may come in: nobody does
+            await unavailable(error)(scope, receive, send)
+            return
+        if not required:
             await self.app(scope, receive, send)
             return
-        await unauthorized()(scope, receive, send)
+        if grant is None:
+            await unauthorized()(scope, receive, send)
+            return
+        if not grant.may_write and scope.get("method") not in READ_METHODS:
+            await forbidden(grant.name)(scope, receive, send)
+            return
+        state = scope.setdefault("state", {})
+        state["actor"] = grant.name
+        if from_query is not None:
+            state["handoff_token"] = from_query
+        await self.app(scope, receive, send)
 
-    def _allowed(self, scope: Scope) -> bool:
-        assert self.token is not None
-        headers = dict(scope.get("headers") or [])
-        scheme, _, given = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
-        candidates = []
-        if scheme.lower() == "bearer":
-            candidates.append(given)
-        else:
-            cookie = SimpleCookie(headers.get(b"cookie", b"").decode("latin-1"))
-            if TOKEN_COOKIE in cookie:
-                candidates.append(cookie[TOKEN_COOKIE].value)
-            if is_handoff_page(scope["path"]):
-                query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-                candidates += query.get("token", [])[:1]
-        return any(hmac.compare_digest(c.encode(), self.token) for c in candidates)
+    async def _grant(self, scope: Scope) -> tuple[Grant | None, str | None]:
+        """The grant of the request's token, and the token when it came from a handoff
+        page's query."""
+        for candidate, from_query in candidates(scope):
+            if self.token is not None and hmac.compare_digest(candidate.encode(), self.token):
+                return Grant(ENV_TOKEN_NAME, TokenScope.ADMIN), candidate if from_query else None
+            if not candidate.startswith(PREFIX):  # not a named token: no look-up
+                continue
+            now = time.monotonic()
+            at, grant = self.grants.get(candidate, (-GRANT_TTL, None))
+            if now - at >= GRANT_TTL:
+                grant = await run_in_threadpool(service(scope).grant_of, candidate)
+                if len(self.grants) >= MAX_GRANTS_KEPT:
+                    self.grants.clear()
+                self.grants[candidate] = (now, grant)
+            if grant is not None:
+                return grant, candidate if from_query else None
+        return None, None
+
+    async def _in_use(self, scope: Scope) -> bool:
+        at, in_use = self.in_use
+        now = time.monotonic()
+        if now - at >= GRANT_TTL:
+            in_use = await run_in_threadpool(service(scope).tokens_in_use)
+            self.in_use = (now, in_use)
+        return in_use
+
+
+def service(scope: Scope) -> PlanLedger:
+    found: PlanLedger = scope["app"].state.service
+    return found
+
+
+def candidates(scope: Scope) -> list[tuple[str, bool]]:
+    """The tokens a request carries, each with whether it came from a handoff page's query."""
+    headers = dict(scope.get("headers") or [])
+    scheme, _, given = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+    if scheme.lower() == "bearer":
+        return [(given, False)]
+    found = []
+    cookie = SimpleCookie(headers.get(b"cookie", b"").decode("latin-1"))
+    if TOKEN_COOKIE in cookie:
+        found.append((cookie[TOKEN_COOKIE].value, False))
+    if is_handoff_page(scope["path"]):
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        found += [(token, True) for token in query.get("token", [])[:1]]
+    return found
 
 
 def is_handoff_page(path: str) -> bool:

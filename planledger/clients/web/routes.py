@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
@@ -64,14 +63,12 @@ def page(html: str, status_code: int = 200) -> HTMLResponse:
 
 
 def token_handoff(request: Request) -> Response | None:
-    """`?token=` with the server's token: keep it in an HttpOnly cookie (which the guard, the
-    page's fetches and its EventSource then carry) and redirect to the address without it."""
-    expected: str | None = request.app.state.token
-    given = request.query_params.get("token")
-    if expected is None or given is None:
-        return None
-    if not hmac.compare_digest(given.encode(), expected.encode()):
-        return None  # the guard let it in by its cookie: leave that cookie as it is
+    """`?token=` with a token the guard let in (the server's, or a named one): keep it in an
+    HttpOnly cookie (which the guard, the page's fetches and its EventSource then carry) and
+    redirect to the address without it."""
+    expected: str | None = getattr(request.state, "handoff_token", None)
+    if expected is None:
+        return None  # no token in the address, or the guard let it in by its cookie
     rest = [(key, value) for key, value in request.query_params.multi_items() if key != "token"]
     target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
     response = RedirectResponse(target, status_code=303, headers={"Cache-Control": "no-store"})

@@ -43,7 +43,13 @@ def propose_plan(request: Request, session_id: SessionId, body: dict[str, Any]) 
     given = body.get("proposal_id")
     proposal_id = given if isinstance(given, str) and given else uuid.uuid4().hex
     try:
-        decision = service.submit(session_id, body, client="http", proposal_id=proposal_id)
+        decision = service.submit(
+            session_id,
+            body,
+            client="http",
+            proposal_id=proposal_id,
+            actor=getattr(request.state, "actor", None),  # the token's name (see TokenGuard)
+        )
     except Exception as error:
         if isinstance(error, StorageUnavailable):
             cause: str | None = str(error).removeprefix("storage unavailable: ")
