@@ -12,6 +12,7 @@ from rich.text import Text
 from domain.models import Violation
 from planledger.clients.plan_panel import plan_panel_of
 from planledger.service.results import Decision, SessionView, VerifyReport
+from projections.plan_diff import PlanDiff
 from projections.plan_lines import operation_text
 from projections.shapes import History, PlanView, SessionList
 
@@ -175,3 +176,15 @@ def session_list_table(sessions: SessionList) -> Table | Text:
             item.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
         )
     return table
+
+
+def diff_text(diff: PlanDiff) -> str:
+    """A plan diff as plain lines (`+` added, `-` removed, `~` retitled, `>` status)."""
+    lines = [f"revision {diff.from_} -> {diff.to} of session {diff.session_id}"]
+    lines += [f"+ {step.id}  {step.title}  [{step.status}]" for step in diff.added]
+    lines += [f"- {step.id}  {step.title}  [{step.status}]" for step in diff.removed]
+    lines += [f"~ {change.step_id}  {change.from_!r} -> {change.to!r}" for change in diff.retitled]
+    lines += [f"> {change.step_id}  {change.from_} -> {change.to}" for change in diff.status]
+    if len(lines) == 1:
+        lines.append("no change")
+    return "\n".join(lines)

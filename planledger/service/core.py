@@ -32,6 +32,7 @@ from planledger.storage.settings import DatabaseSettings, database_settings, hom
 from planledger.storage.views import ViewStore, open_store
 from projections.compaction import DEFAULT_MAX_CHARS, CompactionSnapshot, build_plan_snapshot
 from projections.decode import PlanEventDecoder
+from projections.plan_diff import PlanDiff, plan_diff
 from projections.runner import ProjectionRunner
 from projections.shapes import CorruptMark, History, PlanView, SessionList
 
@@ -42,6 +43,7 @@ if TYPE_CHECKING:  # (cryptography is imported by the commands that sign or chec
     )
 
     from domain.checkpoint import Checkpoint
+    from planledger.service.report import SessionReport
     from planledger.service.tokens import Grant, NewToken, TokenInfo
 
 FEED_BATCH = 500
@@ -219,6 +221,16 @@ class PlanLedger:
         if view.revision != decision.revision:  # another writer committed since
             view = self.plan(session_id, decision.revision)
         return view
+
+    def report(self, session_id: str) -> SessionReport:
+        """The session's audit report, from its events (planledger.service.report)."""
+        from planledger.service.report import session_report
+
+        return session_report(self, session_id)
+
+    def plan_diff(self, session_id: str, first: int, second: int) -> PlanDiff:
+        """What changed from revision `first` to revision `second` (0: no plan yet)."""
+        return plan_diff(self.plan(session_id, first), self.plan(session_id, second))
 
     def history(self, session_id: str) -> History:
         """Every proposal, commit and rejection of the session, in order."""

@@ -513,11 +513,11 @@ class Ledger(Application[str]):
 
     def verify_session(self, session_id: str) -> list[Problem]:
         validate_id(session_id)
-        stream = self._chained(session_aggregate_id(session_id))
+        stream = self.chained_rows(session_aggregate_id(session_id))
         session = replayed(session_id, stream, self.mapper, chained=True)
         plan = NOTHING
         if session.found and session.problem is None:
-            stream = self._chained(plan_aggregate_id(session_id))
+            stream = self.chained_rows(plan_aggregate_id(session_id))
             plan = replayed_plan(session_id, stream, PlanEventDecoder(self.mapper), chained=True)
         return judge(session_id, session, plan)
 
@@ -528,7 +528,7 @@ class Ledger(Application[str]):
         last = 0  # the plan stream's last position, once both are read
         for aggregate_id in (session_aggregate_id(session_id), plan_aggregate_id(session_id)):
             links, last = StreamChain(), 0
-            for row in self._chained(aggregate_id):
+            for row in self.chained_rows(aggregate_id):
                 why = links.broken(row)
                 if why is not None:
                     return chain_broken(session_id, row, why)
@@ -544,11 +544,11 @@ class Ledger(Application[str]):
 
     def chain_head(self, session_id: str) -> str | None:
         """The chain of the plan stream's last event (None: no plan event)."""
-        rows = self._chained(plan_aggregate_id(session_id))
+        rows = self.chained_rows(plan_aggregate_id(session_id))
         return rows[-1].chain if rows else None
 
     @heals
-    def _chained(self, aggregate_id: str) -> list[ChainedEvent]:
+    def chained_rows(self, aggregate_id: str) -> list[ChainedEvent]:
         """A stream's events with their chains."""
         chained: list[ChainedEvent] = self.recorder.select_chained(  # type: ignore[attr-defined]
             aggregate_id

@@ -295,6 +295,19 @@ def test_a_checkpoint_proves_a_truncated_session_that_verify_alone_cannot_see(
     assert lone_key.returncode == 2 and "--checkpoint" in lone_key.stderr
 
 
+def test_plan_diff_between_any_two_revisions(cli: Cli) -> None:
+    cli("session", "open", "s1")
+    cli("plan", "update", "s1", stdin=json.dumps(PLAN))
+    steps = [{**step, "status": "completed"} for step in PLAN["steps"]]
+    cli("plan", "update", "s1", stdin=json.dumps({**PLAN, "steps": steps}))
+    diff = cli.json("plan", "diff", "s1", "1", "2")
+    assert [change["to"] for change in diff["status"]] == ["completed", "completed"]
+    human = cli("plan", "diff", "s1", "0", "2")
+    assert human.returncode == 0 and "+ inspect" in human.stdout
+    missing = cli("plan", "diff", "s1", "1", "7")
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1
+
+
 def test_database_errors_are_one_line(cli: Cli) -> None:
     bad_url = cli("--database", "mysql://x/y", "session", "show", "s1")
     assert bad_url.returncode == 2 and "unsupported database URL" in bad_url.stderr

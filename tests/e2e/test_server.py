@@ -549,6 +549,13 @@ def test_plan_at_revision_history_and_compaction(api: httpx.Client) -> None:
     assert "error" in get_json(api, "/sessions/h1/plan?revision=3", status=404)
     assert api.get("/sessions/h1/plan?revision=-1").status_code == 422
     assert api.get("/sessions/h1/plan?revision=one").status_code == 422
+    diff = get_json(api, "/sessions/h1/plan/diff?from=0&to=2")
+    assert [step["id"] for step in diff["added"]] == ["inspect", "implement", "verify"]
+    diff = get_json(api, "/sessions/h1/plan/diff?from=1&to=2")
+    assert (diff["from"], diff["to"], diff["removed"], diff["retitled"]) == (1, 2, [], [])
+    assert [change["step_id"] for change in diff["status"]] == ["inspect", "implement"]
+    assert "error" in get_json(api, "/sessions/h1/plan/diff?from=1&to=3", status=404)
+    assert api.get("/sessions/h1/plan/diff?from=1").status_code == 422
 
     history = get_json(api, "/sessions/h1/plan/history")
     assert history["session_id"] == "h1"

@@ -9,7 +9,8 @@ from typing import Annotated
 
 import typer
 
-from planledger.clients.cli.app import JsonFlag, app, emit, err, out, service
+from planledger.clients.cli.app import JsonFlag, SessionArg, app, emit, err, out, service
+from planledger.clients.exits import EXIT_FAILED
 from planledger.storage.settings import home_dir
 
 
@@ -53,6 +54,48 @@ def checkpoint(
         + (f" (public key: {public})" if public.exists() else ""),
         markup=False,
     )
+
+
+class ReportFormat(StrEnum):
+    md = "md"
+    html = "html"
+    json = "json"
+
+
+@app.command("export")
+def export(
+    session_id: SessionArg,
+    format: Annotated[
+        ReportFormat,
+        typer.Option("--format", help="md (Markdown), html (one self-contained file) or json."),
+    ] = ReportFormat.md,
+    out_file: Annotated[
+        Path | None,
+        typer.Option("--out", metavar="FILE", help="Write the report here (default: stdout)."),
+    ] = None,
+) -> None:
+    """A report of the session to hand on: its goals, the plan at each revision with what
+    changed, every rejection with its violations, who sent each proposal and when, the chain
+    head and whether verify holds (a corrupt session is reported up to where it breaks: exit
+    1). The HTML needs nothing but itself to open, offline."""
+    import json
+
+    from planledger.clients import report_render
+
+    report = service().report(session_id)
+    if format is ReportFormat.json:
+        text = json.dumps(report.as_json(), indent=2, ensure_ascii=False) + "\n"
+    elif format is ReportFormat.html:
+        text = report_render.html(report)
+    else:
+        text = report_render.markdown(report)
+    if out_file is None:
+        out.file.write(text)
+    else:
+        out_file.write_text(text, encoding="utf-8")
+        out.print(f"report of session {session_id} written to {out_file}", markup=False)
+    if not report.verified:
+        raise typer.Exit(EXIT_FAILED)
 
 
 tokens_app = typer.Typer(

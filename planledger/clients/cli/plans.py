@@ -78,6 +78,19 @@ def plan_history(session_id: SessionArg, as_json: JsonFlag = False) -> None:
     emit(as_json, history.as_json(), render.history_table(history))
 
 
+@plan_app.command("diff")
+def plan_diff(
+    session_id: SessionArg,
+    first: Annotated[int, typer.Argument(metavar="A", min=0, help="A revision (0: no plan).")],
+    second: Annotated[int, typer.Argument(metavar="B", min=0, help="A later (or any) revision.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """What changed from revision A to revision B: steps added, removed, retitled and their
+    status changes (the revisions need not be adjacent)."""
+    diff = service().plan_diff(session_id, first, second)
+    emit(as_json, diff.as_json(), render.diff_text(diff))
+
+
 @plan_app.command("file")
 def plan_file(session_id: SessionArg) -> None:
     """The path of the session's plan.json (per database: see `planledger plan file --help`).

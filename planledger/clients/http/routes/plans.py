@@ -19,6 +19,7 @@ from planledger.clients.http.deps import model_response, service_of
 from planledger.clients.http.errors import ErrorBody, error_response
 from planledger.storage.errors import unavailable_cause
 from projections.compaction import CompactionSnapshot
+from projections.plan_diff import PlanDiff
 from projections.shapes import History, PlanView
 
 router = APIRouter(tags=["plans"])
@@ -85,6 +86,18 @@ def show_plan(
 def plan_history(request: Request, session_id: SessionId) -> JSONResponse:
     """Every proposal, commit and rejection, with each commit's step transitions."""
     return JSONResponse(service_of(request).history(session_id).as_json())
+
+
+@router.get("/sessions/{session_id}/plan/diff", response_model=PlanDiff, responses=NOT_FOUND)
+def plan_diff(
+    request: Request,
+    session_id: SessionId,
+    first: Annotated[int, Query(alias="from", ge=0, le=2**62)],
+    second: Annotated[int, Query(alias="to", ge=0, le=2**62)],
+) -> JSONResponse:
+    """What changed from revision `from` to revision `to`: steps added, removed, retitled and
+    their status changes."""
+    return JSONResponse(service_of(request).plan_diff(session_id, first, second).as_json())
 
 
 @router.get(
