@@ -61,7 +61,8 @@ def entry_line(entry: HistoryEntry) -> str:
         line += ": " + ", ".join(v.code for v in entry.violations or [])
     else:
         line += f" ({entry.form or 'unknown form'}"
-        line += f", by {entry.client}" if entry.client else ""
+        line += f", by {entry.actor}" if entry.actor else ""
+        line += f", via {entry.client}" if entry.client else ""
         line += ")"
         if entry.operation is not None:
             line += f": {operation_text(entry.operation)}"

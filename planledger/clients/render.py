@@ -75,7 +75,7 @@ def decision_text(decision: Decision, explanation: object = None) -> Group:
 
 def history_table(history: History) -> Table:
     """Every entry: a commit's transitions, a rejection's violations with their messages, a
-    proposal's form, expected revision, client and explanation."""
+    proposal's form, expected revision, actor, client and explanation."""
     table = Table(title=f"history of {history.session_id}", show_lines=False)
     for column in ("pos", "kind", "proposal", "revision", "details"):
         table.add_column(column)
@@ -95,7 +95,8 @@ def history_table(history: History) -> Table:
                     f"expects r{entry.expected_revision}"
                     if entry.expected_revision is not None
                     else "",
-                    f"by {entry.client}" if entry.client else "",
+                    f"by {entry.actor}" if entry.actor else "",
+                    f"via {entry.client}" if entry.client else "",
                 )
                 if part
             )

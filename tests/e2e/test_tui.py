@@ -58,10 +58,13 @@ def seed(service: PlanLedger, session_id: str, revisions: int) -> None:
     service.open_session(session_id)
     service.start_goal(session_id, "export", "Ship session export")
     for revision in range(1, revisions + 1):
-        service.submit(session_id, strict(revision), client="test", proposal_id=f"r{revision}")
+        # (an actor of its own: the local user's name would differ from machine to machine)
+        service.submit(
+            session_id, strict(revision), client="test", proposal_id=f"r{revision}", actor="agent"
+        )
         if revision == 1:  # one refused proposal in the history
             bad = {"title": " ", "steps": [{"id": "inspect", "title": "x", "status": "done"}]}
-            service.submit(session_id, bad, client="test", proposal_id="refused")
+            service.submit(session_id, bad, client="test", proposal_id="refused", actor="agent")
 
 
 @pytest.fixture

@@ -361,6 +361,20 @@ def test_slider_shows_older_revisions_and_stays_put(
         page.screenshot(path=str(shot), full_page=True)
         print(f"screenshot: {shot}")
 
+        page.locator("#compare summary").click()  # two revisions compared
+        page.locator("#diff-from").fill("1")
+        expect(page.locator("#diff-to")).to_have_value("4")
+        page.locator("#diff-form button").click()
+        changes = page.locator("#diff li")
+        expect(changes.first).to_be_visible(timeout=WAIT_MS)
+        assert [
+            (item.get_attribute("data-change"), item.get_attribute("data-step-id"))
+            for item in changes.all()
+        ] == [("added", "verify"), ("status", "inspect"), ("status", "implement")]
+        shot = tmp_path / "web-compare.png"
+        page.screenshot(path=str(shot), full_page=True)
+        print(f"screenshot: {shot}")
+
         page.locator('#history button:text-is("revision 2")').click()
         expect(revision).to_have_text("2")
         wait_for_steps(view, PLAN_2)

@@ -80,5 +80,6 @@ def test_history_entries_show_transitions_codes_and_the_client() -> None:
     assert entry_line(rejected) == "5 rejected p2: too_long, x"
     proposed = HistoryEntry(position=4, kind="proposed", proposal_id="p2", at=AT, form="codex")
     assert (
-        entry_line(proposed.model_copy(update={"client": "mcp"})) == "4 proposed p2 (codex, by mcp)"
+        entry_line(proposed.model_copy(update={"client": "mcp"}))
+        == "4 proposed p2 (codex, via mcp)"
     )

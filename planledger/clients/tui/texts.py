@@ -105,8 +105,10 @@ def entry_details(entry: HistoryEntry) -> str:
     parts = [entry.form or "unknown form"]
     if entry.expected_revision is not None:
         parts.append(f"expects r{entry.expected_revision}")
+    if entry.actor:
+        parts.append(f"by {entry.actor}")
     if entry.client:
-        parts.append(f"by {entry.client}")
+        parts.append(f"via {entry.client}")
     if entry.operation is not None:
         parts.append(f"· {operation_text(entry.operation)}")
     return " ".join(parts)

@@ -171,6 +171,15 @@ def session_page(view: SessionView, after: int, static: str) -> str:
   <p id="plan-meta" class="muted small"></p>
   <ol id="plan" class="steps"></ol>
   <p id="plan-empty" class="empty" hidden></p>
+  <details id="compare" class="compare">
+    <summary>Compare two revisions</summary>
+    <form id="diff-form" class="diff-form">
+      <label>from <input id="diff-from" type="number" min="0" value="0" required></label>
+      <label>to <input id="diff-to" type="number" min="0" value="0" required></label>
+      <button type="submit">compare</button>
+    </form>
+    <ul id="diff" class="diff"></ul>
+  </details>
 </section>
 <section class="card" aria-labelledby="history-heading">
   <h2 id="history-heading">History <span class="muted small">newest first</span></h2>

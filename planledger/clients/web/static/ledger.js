@@ -116,6 +116,7 @@
     slider.value = String(state.shown);
     slider.disabled = state.latest === 0;
     $("latest").textContent = String(state.latest);
+    offerRevisions();
     $("to-latest").hidden = state.follow;
     const newer = state.latest - state.shown;
     $("newer").hidden = state.follow || newer <= 0;
@@ -129,6 +130,38 @@
   function moveTo(revision) {
     state.follow = revision >= state.latest;
     show(Math.max(0, Math.min(revision, state.latest)));
+  }
+
+  // -- two revisions compared ------------------------------------------------------------------
+
+  function diffItem(change, stepId, text) {
+    return h("li", { "data-change": change, "data-step-id": stepId }, h("code", {}, stepId), " ", text);
+  }
+
+  async function compare(event) {
+    event.preventDefault();
+    const from = Number($("diff-from").value);
+    const to = Number($("diff-to").value);
+    let diff;
+    try {
+      diff = await getJSON(`${base}/plan/diff?from=${from}&to=${to}`);
+      showError(null);
+    } catch (error) {
+      showError(error);
+      return;
+    }
+    const items = [
+      ...diff.added.map((s) => diffItem("added", s.id, `added: ${s.title} (${s.status})`)),
+      ...diff.removed.map((s) => diffItem("removed", s.id, `removed: ${s.title} (was ${s.status})`)),
+      ...diff.retitled.map((c) => diffItem("retitled", c.step_id, `retitled: ${c.from} → ${c.to}`)),
+      ...diff.status.map((c) => diffItem("status", c.step_id, `${c.from} → ${c.to}`)),
+    ];
+    $("diff").replaceChildren(...(items.length ? items : [h("li", { class: "muted" }, "no change")]));
+  }
+
+  function offerRevisions() {
+    for (const id of ["diff-from", "diff-to"]) $(id).max = String(state.latest);
+    if (!$("diff-to").dataset.touched) $("diff-to").value = String(state.latest);
   }
 
   // -- the history timeline -------------------------------------------------------------------
@@ -151,7 +184,11 @@
       );
       return h("ul", { class: "violations" }, ...violations);
     }
-    const source = [entry.form && `${entry.form} form`, entry.client && `from ${entry.client}`];
+    const source = [
+      entry.form && `${entry.form} form`,
+      entry.actor && `by ${entry.actor}`,
+      entry.client && `from ${entry.client}`,
+    ];
     const expected =
       typeof entry.expected_revision === "number" ? `expects ${entry.expected_revision}` : null;
     const said = h("p", { class: "muted small" }, [...source, expected].filter(Boolean).join(" · "));
@@ -235,6 +272,8 @@
   async function start() {
     $("slider").addEventListener("input", (event) => moveTo(Number(event.target.value)));
     $("to-latest").addEventListener("click", () => moveTo(state.latest));
+    $("diff-form").addEventListener("submit", compare);
+    $("diff-to").addEventListener("input", () => ($("diff-to").dataset.touched = "1"));
     try {
       const [plan, history] = await Promise.all([
         getJSON(`${base}/plan`),
