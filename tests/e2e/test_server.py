@@ -129,7 +129,9 @@ def wait_healthy(server: Server) -> bool:
 
 
 @contextmanager
-def running_server(database: str, home: Path, token: str | None = None) -> Iterator[Server]:
+def running_server(
+    database: str, home: Path, token: str | None = None, extra: tuple[str, ...] = ()
+) -> Iterator[Server]:
     """`planledger --database URL serve --port P` on a free port, terminated on exit."""
     home.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PLANLEDGER_HOME": str(home)}
@@ -142,7 +144,15 @@ def running_server(database: str, home: Path, token: str | None = None) -> Itera
         log = home / f"serve-{port}.log"
         with log.open("wb") as sink:
             process = subprocess.Popen(
-                [planledger_command(), "--database", database, "serve", "--port", str(port)],
+                [
+                    planledger_command(),
+                    "--database",
+                    database,
+                    "serve",
+                    "--port",
+                    str(port),
+                    *extra,
+                ],
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 env=env,
@@ -1416,6 +1426,23 @@ def test_the_latest_checkpoint_is_served_and_verifies_offline(
         timeout=60,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_the_server_signs_a_checkpoint_periodically(sqlite_url: str, tmp_path: Path) -> None:
+    extra = ("--checkpoint-every", "1")
+    with (
+        running_server(sqlite_url, tmp_path / "home", extra=extra) as server,
+        server.client() as api,
+    ):
+        open_session(api, "s1")
+        position = propose(api, "s1", PLAN_1, 200)["store_position"]
+        deadline = time.monotonic() + 10
+        while (response := api.get("/checkpoint")).status_code != 200 or (
+            response.json()["position"] < position
+        ):
+            assert time.monotonic() < deadline, "no checkpoint of the new events was made"
+            time.sleep(0.2)
+    assert (tmp_path / "home" / "keys" / "checkpoint.pem").exists()
 
 
 def test_docs_work_offline_and_declare_the_bearer_scheme(tmp_path: Path, sqlite_url: str) -> None:

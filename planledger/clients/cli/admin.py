@@ -132,14 +132,42 @@ def serve(
         "127.0.0.1"
     ),
     port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port.")] = 8765,
+    checkpoint_every: Annotated[
+        float | None,
+        typer.Option(
+            min=1,
+            metavar="SECONDS",
+            help="Sign a checkpoint of the store this often when it has new events "
+            "(GET /checkpoint serves the latest).",
+        ),
+    ] = None,
+    checkpoint_key: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="The Ed25519 key to sign them with (default: $PLANLEDGER_HOME/keys/"
+            "checkpoint.pem, made on first use).",
+        ),
+    ] = None,
 ) -> None:
-    """The HTTP server (set PLANLEDGER_TOKEN to require `Authorization: Bearer <token>`)."""
+    """The HTTP server. It requires `Authorization: Bearer <token>` when PLANLEDGER_TOKEN is set
+    (an admin token) or the store has named tokens (`planledger tokens add`)."""
     from planledger.clients.http import create_app
     from planledger.clients.http.serving import run_server
 
     token = os.environ.get("PLANLEDGER_TOKEN") or None
     settings = database_settings(state.database)  # a bad URL fails here, before binding
-    application = create_app(lambda: open_planledger(state.database), token=token)
+    checkpoints = None
+    if checkpoint_every is not None:
+        from planledger.clients.http.checkpointing import Checkpointing
+        from planledger.service.keys import signing_key
+        from planledger.storage.settings import home_dir
+
+        key, _ = signing_key(checkpoint_key, home_dir())
+        checkpoints = Checkpointing(key, checkpoint_every)
+    application = create_app(
+        lambda: open_planledger(state.database), token=token, checkpoints=checkpoints
+    )
     err.print(
         f"planledger serve on http://{host}:{port}/ui ({'token required' if token else 'no token'}"
         f", {settings.display_url})",

@@ -7,6 +7,7 @@ token when one is set; /healthz never does.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -18,6 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 
 from planledger.clients.http.bodies import Health
+from planledger.clients.http.checkpointing import Checkpointing
 from planledger.clients.http.errors import ErrorBody, install_error_handlers
 from planledger.clients.http.guards import BodyLimit, TokenGuard
 from planledger.clients.http.routes import audit, events, goals, plans, sessions
@@ -27,17 +29,25 @@ from planledger.service import PlanLedger
 MAX_BODY_BYTES = 256 * 1024  # a plan is at most 100 steps of 500 characters
 
 
-def create_app(open_service: Callable[[], PlanLedger], token: str | None = None) -> FastAPI:
-    """The HTTP application; `open_service` is called once, when the server starts."""
+def create_app(
+    open_service: Callable[[], PlanLedger],
+    token: str | None = None,
+    checkpoints: Checkpointing | None = None,
+) -> FastAPI:
+    """The HTTP application; `open_service` is called once, when the server starts.
+    `checkpoints`: sign a checkpoint of the store that often (GET /checkpoint serves it)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service = await run_in_threadpool(open_service)
         service.follow_files()  # plan.json files follow every writer, off the request path
         app.state.service = service
+        periodic = asyncio.create_task(checkpoints.run(service)) if checkpoints else None
         try:
             yield
         finally:
+            if periodic is not None:
+                periodic.cancel()
             await run_in_threadpool(service.close)
 
     app = FastAPI(
@@ -93,7 +103,8 @@ def _install_docs(app: FastAPI, secured: bool) -> None:
         components.setdefault("securitySchemes", {})["bearer"] = {
             "type": "http",
             "scheme": "bearer",
-            "description": "PLANLEDGER_TOKEN, when the server has one",
+            "description": "PLANLEDGER_TOKEN or a named token (`planledger tokens add`), when "
+            "the server requires one",
         }
         schema["security"] = [{"bearer": []}] if secured else [{}, {"bearer": []}]
         return JSONResponse(schema)
