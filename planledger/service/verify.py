@@ -238,7 +238,7 @@ def verify_store(
     )
     bounds = list(zip(["", *points], [*points, None], strict=True))
     if not points:
-        found = [replay_range(database, mapper, wanted, chained=chained)]
+        found = [replay_range(database, mapper, wanted, "", None, chained)]
     elif forks:
         found = _replay_forked(database, mapper, wanted, bounds, chained)
     else:
@@ -283,13 +283,15 @@ def _replay_forked(
     )
     try:
         workers.send(bounds[1:])
-        here = replay_range(database, mapper, wanted, *bounds[0], chained=chained)
+        here = replay_range(database, mapper, wanted, bounds[0][0], bounds[0][1], chained)
         return [here, *workers.receive()]
     except WorkerFailed:
         pass
     finally:
         workers.close()
-    return [replay_range(database, mapper, wanted, *bound, chained=chained) for bound in bounds]
+    return [
+        replay_range(database, mapper, wanted, lower, upper, chained) for lower, upper in bounds
+    ]
 
 
 def _replay_range_apart(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -36,6 +37,8 @@ TOKEN_COOKIE = "planledger_token"
 HANDOFF_PAGE, HANDOFF_PAGES = "/ui", "/ui/sessions/"
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 GRANT_TTL = 1.0  # seconds a token's grant (or that no named token is in use) is trusted
+STALE_WAIT = 0.25  # seconds to wait for the store before what it said last stands
+IN_USE = ""  # the key under which the guard keeps whether the store has named tokens in use
 MAX_GRANTS_KEPT = 1024  # distinct tokens remembered (a flood of wrong ones clears them)
 BODY_TIMEOUT = 10.0  # seconds to receive a whole request body (a plan is at most 256 KiB)
 
@@ -55,8 +58,8 @@ class TokenGuard:
     def __init__(self, app: App, token: str | None) -> None:
         self.app = app
         self.token = token.encode() if token else None
-        self.grants: dict[str, tuple[float, Grant | None]] = {}
-        self.in_use: tuple[float, bool] = (-GRANT_TTL, False)
+        # What the store said, and when: of a token (its grant), or of IN_USE (a bool).
+        self.known: dict[str, tuple[float, Any]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
@@ -64,7 +67,11 @@ class TokenGuard:
             return
         try:
             grant, from_query = await self._grant(scope)
-            required = grant is not None or self.token is not None or await self._in_use(scope)
+            required = (
+                grant is not None
+                or self.token is not None
+                or await self._store_says(scope, IN_USE, service(scope).tokens_in_use)
+            )
         except Exception as error:  # the store cannot say who may come in: nobody does
             await unavailable(error)(scope, receive, send)
             return
@@ -91,24 +98,36 @@ class TokenGuard:
                 return Grant(ENV_TOKEN_NAME, TokenScope.ADMIN), candidate if from_query else None
             if not candidate.startswith(PREFIX):  # not a named token: no look-up
                 continue
-            now = time.monotonic()
-            at, grant = self.grants.get(candidate, (-GRANT_TTL, None))
-            if now - at >= GRANT_TTL:
-                grant = await run_in_threadpool(service(scope).grant_of, candidate)
-                if len(self.grants) >= MAX_GRANTS_KEPT:
-                    self.grants.clear()
-                self.grants[candidate] = (now, grant)
+            lookup = functools.partial(service(scope).grant_of, candidate)
+            grant: Grant | None = await self._store_says(scope, candidate, lookup)
             if grant is not None:
                 return grant, candidate if from_query else None
         return None, None
 
-    async def _in_use(self, scope: Scope) -> bool:
-        at, in_use = self.in_use
+    async def _store_says(self, scope: Scope, key: str, lookup: Callable[[], Any]) -> Any:
+        """What the store says of `key`, asked again once GRANT_TTL seconds old. While the store
+        does not answer within STALE_WAIT, what it said last stands (nobody can add or revoke a
+        token in a store that is away; the route then answers as it does in an outage);
+        nothing said yet: the lookup's error."""
         now = time.monotonic()
-        if now - at >= GRANT_TTL:
-            in_use = await run_in_threadpool(service(scope).tokens_in_use)
-            self.in_use = (now, in_use)
-        return in_use
+        known = self.known.get(key)
+        if known is not None and now - known[0] < GRANT_TTL:
+            return known[1]
+        asked = asyncio.ensure_future(run_in_threadpool(lookup))
+
+        def remember(done: asyncio.Future[Any]) -> None:
+            if not done.cancelled() and done.exception() is None:
+                if len(self.known) >= MAX_GRANTS_KEPT:
+                    self.known.clear()
+                self.known[key] = (now, done.result())
+
+        asked.add_done_callback(remember)
+        if known is None:
+            return await asked
+        try:
+            return await asyncio.wait_for(asyncio.shield(asked), STALE_WAIT)
+        except Exception:  # (TimeoutError included)
+            return known[1]
 
 
 def service(scope: Scope) -> PlanLedger:
