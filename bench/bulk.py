@@ -19,7 +19,10 @@ same parameters (default: a temporary folder). On a fresh store, then:
                    process) into a second fresh store: the same plus interpreter start-up;
   bare_decode      baseline B: every stored event row in stream order, `json.loads` of its state;
   pydantic_decode  the same with `pydantic_core.from_json`;
-  verify           `ledger.verify()`: every session replayed, every rule re-checked;
+  verify           `ledger.verify()`: every session replayed, every rule and hash chain
+                   re-checked;
+  verify_unchained the same without the hash chains (the chain's cost: issue 23's bar is
+                   verify at most 1.10x this);
   rebuild          `ProjectionRunner.rebuild()` of the views, as `projections rebuild` does.
 
 The imports run once; json_loads before them and every round; the four passes over the store
@@ -54,6 +57,7 @@ from verify_rebuild import client_cpu, rebuild
 from planledger.importers import import_paths
 from planledger.importers.parallel import shares_wanted
 from planledger.service import PlanLedger, open_planledger
+from planledger.service.verify import verify_store
 from planledger.storage.scan import scan_events
 
 SEED = 22
@@ -98,6 +102,17 @@ def decode(service: PlanLedger, loads: Callable[[bytes], Any]) -> int:
 def verify(service: PlanLedger) -> None:
     report = service.ledger.verify()
     assert report.ok, report.problems[:3]
+
+
+def verify_unchained(service: PlanLedger) -> None:
+    """verify's pass without checking the events' hash chains: what the chain costs."""
+    ledger = service.ledger
+    ids = ledger.session_ids()
+    workers = ledger.verify_workers
+    problems = verify_store(
+        service.database, ledger.mapper, ids, every=True, workers=workers, chained=False
+    )
+    assert not problems, problems[:3]
 
 
 def timed(work: Callable[[], Any]) -> tuple[Any, float, float]:
@@ -179,6 +194,7 @@ def main(argv: list[str] | None = None) -> None:
                 "bare_decode": lambda: decode(service, json.loads),
                 "pydantic_decode": lambda: decode(service, pydantic_core.from_json),
                 "verify": lambda: verify(service),
+                "verify_unchained": lambda: verify_unchained(service),
                 "rebuild": lambda: rebuild(service),
             }
             rates: dict[str, list[float]] = {name: [] for name in passes if name != "json_loads"}
@@ -225,8 +241,11 @@ def main(argv: list[str] | None = None) -> None:
             f"{name:<25} {r['median']:>10,.1f} {r['min']:>10,.1f} {r['max']:>10,.1f} "
             f"{ratio:>7} {cpu_us:>7} {bar:>8}  {verdict}"
         )
+    chain_cost = common.median(rates["verify_unchained"]) / common.median(rates["verify"])
+    print(f"\nverify with the chain takes {chain_cost:.3f}x the time without it (bar: 1.10)")
     document = common.result(
         args,
+        chain_cost=round(chain_cost, 3),
         corpus={
             "kind": args.kind,
             "files": len(paths),
