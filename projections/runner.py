@@ -37,8 +37,10 @@ VIEWS = "views"  # tracking name of the database views (plan view + history)
 # worker process per core (at most MAX_WORKERS), in batches of FORKED_BATCH events; below it,
 # forking costs more than it saves. A worker holds the views of its sessions: past
 # MAX_WORKER_SESSIONS of them, the rebuild goes on in this process (memory stays bounded).
+# (Batches of 10k events: each batch waits for its slowest worker; on the bulk bench's store
+# 10k rebuilt 7% faster than 2k on SQLite and 11% on PostgreSQL, for about 15 MB a batch.)
 PARALLEL_MIN_EVENTS = 20_000
-FORKED_BATCH = 2_000
+FORKED_BATCH = 10_000
 MAX_WORKERS = 4
 MAX_WORKER_SESSIONS = 50_000
 # The only events of a session's stream the views fold (see projections.fold.fold_events).
