@@ -166,16 +166,17 @@ class PostgresViewStore(ViewStore):
 
     def chain_heads(self, position: int | None = None) -> tuple[int, list[tuple[Any, ...]]]:
         def read(conn: psycopg.Connection[Any]) -> tuple[int, list[tuple[Any, ...]]]:
-            with conn.transaction():
-                # (as read_event_rows: no event below the position still in flight)
-                conn.execute(f"LOCK TABLE {self.events_table} IN SHARE MODE")
-                at = position
-                if at is None:
+            at = position
+            if at is None:
+                with conn.transaction():
+                    # (as read_event_rows: held only to read the last position, so that no
+                    # event below it is still in flight; later ones all get higher ids)
+                    conn.execute(f"LOCK TABLE {self.events_table} IN SHARE MODE")
                     found = conn.execute(
                         f"SELECT COALESCE(MAX(notification_id), 0) FROM {self.events_table}"
                     ).fetchone()
                     at = int(found[0]) if found else 0
-                return at, conn.execute(self.heads_sql(), (at,)).fetchall()
+            return at, conn.execute(self.heads_sql(), (at,)).fetchall()
 
         return self._on_reader(read)
 
