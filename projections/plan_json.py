@@ -75,7 +75,10 @@ def plan_file_is_current(home: Path, view: PlanView) -> bool:
 
 
 def write_plan_file(home: Path, view: PlanView) -> Path:
-    """Write to a temporary file in the same folder, flush, fsync, then atomically replace."""
+    """Write to a temporary file in the same folder, then atomically replace: a reader sees
+    the old file or the new one, never half of one. Not synced to disk: the file is derived
+    from the events, and a crash that loses it leaves `projections sync-files` to write it
+    again."""
     path = plan_path(home, view.session_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = plan_file_bytes(view)
@@ -84,17 +87,10 @@ def write_plan_file(home: Path, view: PlanView) -> Path:
         os.fchmod(descriptor, 0o644)
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)  # make the rename itself durable
-    finally:
-        os.close(directory)
     return path
 
 

@@ -77,6 +77,7 @@ class PlanLedger:
         self._signal: ChangeSignal | None = None
         self._files_follower: FilesFollower | None = None
         self._signal_lock = threading.Lock()
+        self._commits = 0  # commits that wrote their plan.json file on this process's path
         self._catch_up_if_behind()
 
     # -- commands ---------------------------------------------------------------------------
@@ -406,13 +407,18 @@ class PlanLedger:
             self.ledger.views_behind.clear()
             self.catch_up()
         # A long-running process has a follower that brings the files up, off the request's
-        # path (a file write and its flush cost more than the commit); a one-shot command
-        # writes its session's file itself.
-        if self.files is not None and self._signal is None:
-            for session_id in committed:
-                found = self.views.plan_view(session_id)
-                if found is not None and found[1] is None:
-                    self.files.write(found[0])
+        # path (within FOLLOW_INTERVAL); a one-shot command writes its session's file itself.
+        # A process that commits a second time is a long-running one (a harness on the
+        # Python API): from then on it follows too.
+        if committed and self.files is not None and self._signal is None:
+            self._commits += 1
+            if self._commits > 1:
+                self.follow_files()
+            else:
+                for session_id in committed:
+                    found = self.views.plan_view(session_id)
+                    if found is not None and found[1] is None:
+                        self.files.write(found[0])
         if self._signal is not None:
             self._signal.fire()
 
@@ -471,6 +477,7 @@ class PlanLedger:
         if self._signal is not None:
             self._signal.stop()
             if self._files_follower is not None:
+                self._files_follower.due()  # commits its thread has not seen yet: written now
                 self._files_follower.stop()
             self._signal_store.close()
         self.views.close()

@@ -446,3 +446,26 @@ def test_hostile_text_never_stops_the_views(ledger: PlanLedger) -> None:
     assert ledger.plan("s1").revision == 2
     reached, last = ledger.views.status()
     assert reached == last
+
+
+def test_a_long_running_python_api_process_writes_plan_json_off_the_commit_path(
+    database_url: str, tmp_path: Path
+) -> None:
+    """The first write (here the session's opening) writes its file on the caller's path, as a
+    one-shot command does; from the second on, a follower thread brings the files up within
+    a second; closing writes what it has not yet seen."""
+    service = open_planledger(database_url, home=tmp_path)
+    try:
+        assert service.files is not None
+        service.open_session("s1")
+        assert read_plan_file(service.files.root, "s1").revision == 0  # at once
+        service.submit("s1", plan("a"))
+        service.submit("s1", plan("a", "b"))
+        deadline = time.monotonic() + 5
+        while read_plan_file(service.files.root, "s1").revision != 2:
+            assert time.monotonic() < deadline, "plan.json did not follow the second commit"
+            time.sleep(0.05)
+        service.submit("s1", plan("a", "b", "c"))
+    finally:
+        service.close()
+    assert read_plan_file(service.files.root, "s1").revision == 3  # written on closing
