@@ -90,7 +90,7 @@ class _MarkdownText:
 def _markdown_revision(md: _MarkdownText, revision: ReportRevision) -> list[str]:
     plan = revision.plan
     lines = [
-        f"### Revision {revision.revision}: {md(plan.title or '(untitled)')}",
+        f"### Revision {revision.revision}: {md(plan_title(revision))}",
         "",
         f"{when(revision.at)} by {md(revision.actor or 'unknown')}"
         + (f" via {md(revision.client)}" if revision.client else "")
@@ -104,10 +104,15 @@ def _markdown_revision(md: _MarkdownText, revision: ReportRevision) -> list[str]
 
 
 def _markdown_step(md: _MarkdownText, step: Step) -> str:
-    blocked = f" (blocked by {', '.join(step.blocked_by)})" if step.blocked_by else ""
-    owner = f" [{md(step.owner)}]" if step.owner else ""
+    blocked = f" (blocked by {md(', '.join(step.blocked_by))})" if step.blocked_by else ""
+    owner = f" (owner {md(step.owner)})" if step.owner else ""
     mark = MARKS.get(step.status, f"[{step.status}]")
-    return f"- `{mark}` {md(step.title)} (`{md.code(step.id)}`){md(blocked)}{owner}"
+    return f"- `{mark}` {md(step.title)} (`{md.code(step.id)}`){blocked}{owner}"
+
+
+def plan_title(revision: ReportRevision) -> str:
+    plan = revision.plan
+    return plan.title or ("(task list)" if plan.policy == "tasks" else "(untitled)")
 
 
 def _markdown_rejection(md: _MarkdownText, rejection: ReportRejection) -> list[str]:
@@ -184,14 +189,14 @@ def _html_revision(revision: ReportRevision) -> str:
         f'<li class="{e(step.status)}"><span class="s">{e(step.status)}</span> {e(step.title)} '
         f"<code>{e(step.id)}</code>"
         + (f" (blocked by {e(', '.join(step.blocked_by))})" if step.blocked_by else "")
-        + (f" [{e(step.owner)}]" if step.owner else "")
+        + (f" (owner {e(step.owner)})" if step.owner else "")
         + "</li>"
         for step in plan.steps
     )
     changes = "; ".join(e(transition_text(t)) for t in revision.transitions)
     return (
         f'<section class="rev" data-revision="{revision.revision}">'
-        f"<h3>Revision {revision.revision}: {e(plan.title or '(untitled)')}</h3>"
+        f"<h3>Revision {revision.revision}: {e(plan_title(revision))}</h3>"
         f'<p class="meta">{e(when(revision.at))} by {by}, proposal '
         f"<code>{e(revision.proposal_id)}</code></p>"
         + (f'<ul class="steps">{steps}</ul>' if steps else "<p>(an empty plan)</p>")
