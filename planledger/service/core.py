@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from domain.chain import CHAIN_BROKEN
 from domain.errors import (
     CorruptHistory,
     LedgerError,
@@ -26,7 +27,7 @@ from domain.session import Mode, Origin
 from planledger.service.feed import ChangeSignal, FeedEvent
 from planledger.service.files import FilesFollower, PlanFiles
 from planledger.service.ledger import Call, Ledger
-from planledger.service.results import Decision, SessionView, VerifyReport
+from planledger.service.results import Decision, Problem, SessionView, VerifyReport
 from planledger.storage.errors import probe_cause, unavailable_cause
 from planledger.storage.settings import DatabaseSettings, database_settings, home_dir
 from planledger.storage.views import ViewStore, open_store
@@ -281,6 +282,7 @@ class PlanLedger:
             ):
                 raise SessionNotFound(session_id)
         report = self.ledger.verify(session_ids)
+        report = self._with_streams_cut_short(report, session_ids)
         if checkpoint is not None:
             from planledger.service.checkpoints import checkpoint_problems
 
@@ -299,6 +301,28 @@ class PlanLedger:
                     ),
                 )
         return report
+
+    def _with_streams_cut_short(
+        self, report: VerifyReport, session_ids: Sequence[str] | None
+    ) -> VerifyReport:
+        """`report` and each session whose plan stream now ends before the event its view was
+        made from (its last events deleted, their chain intact): chain_broken there."""
+        wanted = set(session_ids or ())
+        judged = {p.session_id for p in report.problems}
+        found = [
+            Problem(
+                session_id=sid,
+                position=last + 1,
+                rule=CHAIN_BROKEN,
+                message=f"plan:{sid}: the events from position {last + 1} to {version} are gone "
+                "(the views were made from them)",
+            )
+            for sid, version, last in self.views.streams_cut_short()
+            if (not wanted or sid in wanted) and sid not in judged
+        ]
+        if not found:
+            return report
+        return report.model_copy(update={"ok": False, "problems": [*report.problems, *found]})
 
     def checkpoint(self, key: Ed25519PrivateKey) -> Checkpoint:
         """A signed statement of the store as it is now (planledger.service.checkpoints)."""

@@ -255,6 +255,18 @@ class ViewStore(ABC):
         )
         return str(rows[0][0]) if rows else None
 
+    def streams_cut_short(self) -> list[tuple[str, int, int]]:
+        """(session id, version its view was made from, last position of its plan stream now)
+        of every session whose plan stream now ends before its view: events that are gone."""
+        t = self.events_table
+        rows = self._query(
+            "SELECT v.session_id, v.version, COALESCE(m.last, 0) FROM planledger_plan_views v "
+            f"LEFT JOIN (SELECT originator_id, MAX(originator_version) AS last FROM {t} "
+            "GROUP BY originator_id) m ON m.originator_id = 'plan:' || v.session_id "
+            "WHERE v.version > COALESCE(m.last, 0) ORDER BY v.session_id"
+        )
+        return [(str(sid), int(version), int(last)) for sid, version, last in rows]
+
     def view_version(self, session_id: str) -> int:
         """The stream position of the last plan event the session's view was made from (0:
         none)."""

@@ -276,6 +276,9 @@ def test_a_checkpoint_proves_a_truncated_session_that_verify_alone_cannot_see(
     args = ("verify", "--checkpoint", str(statement), "--public-key", str(pub))
     assert cli.json(*args)["ok"] is True
     delete_events(f"sqlite:///{cli.home / 'ledger.sqlite3'}", "plan:s1", 3)  # the last event
+    (gone,) = cli.json("verify", code=1)["problems"]  # the views were made from it
+    assert (gone["position"], gone["rule"]) == (3, "chain_broken")
+    assert cli("projections", "rebuild").returncode == 0  # views made from what is left
     assert cli.json("verify")["ok"] is True  # every chain and rule of what is left holds
     (problem,) = cli.json(*args, code=1)["problems"]
     assert (problem["session_id"], problem["position"], problem["rule"]) == (

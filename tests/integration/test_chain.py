@@ -152,9 +152,12 @@ def test_the_last_events_gone_are_caught_by_a_read_of_the_views_made_from_them(
     ledger: PlanLedger, database_url: str, new_ledger: Callable[[str], PlanLedger]
 ) -> None:
     delete_events(database_url, "plan:s1", 9, rechain=False)
+    reader = new_ledger(database_url)
     with pytest.raises(CorruptHistory) as caught:
-        new_ledger(database_url).plan("s1")
+        reader.plan("s1")
     assert (caught.value.position, caught.value.rule) == (9, "chain_broken")
+    (problem,) = reader.verify().problems  # verify compares the stream with its views too
+    assert (problem.session_id, problem.position, problem.rule) == ("s1", 9, "chain_broken")
 
 
 def test_a_store_written_before_the_chain_is_chained_once_when_it_opens(
