@@ -3,7 +3,8 @@ the public key can later prove that no event up to there was changed or went mis
 
 The statement names every stream's last event at the position, `<aggregate id> <version>
 <chain>` (its `heads`), and `root`, the SHA-256 over those lines sorted; it is signed with
-Ed25519 over the canonical JSON of every field but the signature. Since each chain covers
+Ed25519 over the canonical JSON of every field but the signature and the heads (which the root
+covers). Since each chain covers
 every event before it in its stream (domain.chain), an event changed, inserted or removed
 anywhere up to the position changes a head, and a stream cut short keeps an older head.
 """

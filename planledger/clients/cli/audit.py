@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from domain.errors import InvalidInput
 from planledger.clients.cli.app import JsonFlag, SessionArg, app, emit, err, out, service
 from planledger.clients.exits import EXIT_FAILED
 from planledger.storage.settings import home_dir
@@ -46,7 +47,7 @@ def checkpoint(
     if out_file is None:
         out.file.write(statement)
         return
-    out_file.write_text(statement)
+    write_file(out_file, statement)
     public = key_path.with_name("checkpoint.pub")
     out.print(
         f"checkpoint of {made.sessions} session(s) at store position {made.position} written to "
@@ -54,6 +55,14 @@ def checkpoint(
         + (f" (public key: {public})" if public.exists() else ""),
         markup=False,
     )
+
+
+def write_file(path: Path, text: str) -> None:
+    """`text` into `path` (InvalidInput, exit 2, when it cannot be written)."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise InvalidInput(f"cannot write {str(path)!r}: {error.strerror or error}") from None
 
 
 class ReportFormat(StrEnum):
@@ -92,7 +101,7 @@ def export(
     if out_file is None:
         out.file.write(text)
     else:
-        out_file.write_text(text, encoding="utf-8")
+        write_file(out_file, text)
         out.print(f"report of session {session_id} written to {out_file}", markup=False)
     if not report.verified:
         raise typer.Exit(EXIT_FAILED)
