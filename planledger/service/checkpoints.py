@@ -26,11 +26,8 @@ def make_checkpoint(
 ) -> Checkpoint:
     """The signed statement of every stream's last event at the store's position now, kept
     in the store (GET /checkpoint serves the latest)."""
-    position, rows = views.chain_heads()
+    position, heads = heads_at(views)
     at = datetime.now(UTC).isoformat(timespec="seconds")
-    heads = [
-        Head(str(aggregate_id), int(version), str(chain)) for aggregate_id, version, chain in rows
-    ]
     made = sign(key, store_key(resolved_url(database)), position, heads, at)
     views.save_checkpoint(position, at, made.model_dump_json())
     return made
@@ -50,11 +47,16 @@ def checkpoint_problems(
     why = signature_problem(checkpoint, trusted)
     if why is not None:
         return [problem("", checkpoint.position, why)]
-    _, rows = views.chain_heads(checkpoint.position)
-    now = [
+    _, now = heads_at(views, checkpoint.position)
+    return [problem(*found) for found in mismatches(checkpoint, now)]
+
+
+def heads_at(views: ViewStore, position: int | None = None) -> tuple[int, list[Head]]:
+    """The store position (`position`, else the last) and every stream's head there."""
+    at, rows = views.chain_heads(position)
+    return at, [
         Head(str(aggregate_id), int(version), str(chain)) for aggregate_id, version, chain in rows
     ]
-    return [problem(*found) for found in mismatches(checkpoint, now)]
 
 
 def problem(session_id: str, position: int, message: str) -> Problem:

@@ -253,14 +253,14 @@ class PlanLedger:
 
     def _sound_view(self, session_id: str) -> PlanView:
         validate_id(session_id)
-        found = self.views.plan_view(session_id)
+        found = self.views.plan_view_row(session_id)
         if found is None:
             raise SessionNotFound(session_id)
-        view, corrupt = found
+        view, corrupt, version = found
         if corrupt is not None:
             raise CorruptHistory(session_id, corrupt.position, corrupt.rule, corrupt.message)
         # The views were made from events that must still be there as they were written.
-        broken = self.ledger.broken_chain(session_id, self.views.view_version(session_id))
+        broken = self.ledger.broken_chain(session_id, version)
         if broken is not None:
             raise broken
         return view

@@ -542,11 +542,6 @@ class Ledger(Application[str]):
             )
         return None
 
-    def chain_head(self, session_id: str) -> str | None:
-        """The chain of the plan stream's last event (None: no plan event)."""
-        rows = self.chained_rows(plan_aggregate_id(session_id))
-        return rows[-1].chain if rows else None
-
     @heals
     def chained_rows(self, aggregate_id: str) -> list[ChainedEvent]:
         """A stream's events with their chains."""

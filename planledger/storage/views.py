@@ -195,15 +195,22 @@ class ViewStore(ABC):
 
     def plan_view(self, session_id: str) -> tuple[PlanView, CorruptMark | None] | None:
         """The session's plan view, and the rule its history broke if it is corrupt."""
+        found = self.plan_view_row(session_id)
+        return found[:2] if found is not None else None
+
+    def plan_view_row(self, session_id: str) -> tuple[PlanView, CorruptMark | None, int] | None:
+        """plan_view, and the stream position of the last plan event the view was made
+        from (0: none), in one read."""
         rows = self._query(
-            "SELECT view, corrupt FROM planledger_plan_views WHERE session_id = "
+            "SELECT view, corrupt, version FROM planledger_plan_views WHERE session_id = "
             + self.placeholder,
             (session_id,),
         )
         if not rows:
             return None
-        corrupt = CorruptMark.model_validate(json_value(rows[0][1])) if rows[0][1] else None
-        return PlanView.model_validate(json_value(rows[0][0])), corrupt
+        view, corrupt, version = rows[0]
+        mark = CorruptMark.model_validate(json_value(corrupt)) if corrupt else None
+        return PlanView.model_validate(json_value(view)), mark, int(version)
 
     # -- the audit's own tables (checkpoints, tokens) -----------------------------------------
 
@@ -266,15 +273,6 @@ class ViewStore(ABC):
             "WHERE v.version > COALESCE(m.last, 0) ORDER BY v.session_id"
         )
         return [(str(sid), int(version), int(last)) for sid, version, last in rows]
-
-    def view_version(self, session_id: str) -> int:
-        """The stream position of the last plan event the session's view was made from (0:
-        none)."""
-        rows = self._query(
-            f"SELECT version FROM planledger_plan_views WHERE session_id = {self.placeholder}",
-            (session_id,),
-        )
-        return int(rows[0][0]) if rows else 0
 
     def plan_at(self, session_id: str, revision: int, decoder: PlanEventDecoder) -> PlanView | None:
         """The plan as commit `revision` left it (0: as the plan was created), its plan read

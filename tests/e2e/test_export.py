@@ -6,18 +6,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser
 
 from planledger.service import open_planledger
+from tests.e2e import test_web
 from tests.e2e.test_cli import Cli
-from tests.e2e.test_web import CHROMIUM, CHROMIUM_ARGS, HOSTILE
+from tests.e2e.test_web import HOSTILE
 from tests.integration.storage import edit_event
 
-STEPS = [("Look", "in_progress"), ("Fix", "pending")]
+pytestmark = pytest.mark.usefixtures("warm_mode")
+browser = test_web.browser  # headless Chromium, as the web page's tests launch it
 
 
 def codex(*steps: tuple[str, str]) -> str:
@@ -33,16 +34,6 @@ def cli(tmp_path: Path) -> Cli:
     cli("plan", "update", "s1", stdin=codex(("Look", "in_progress"), ("Fix", "in_progress")))
     cli("plan", "update", "s1", stdin=codex(("Look", "completed"), (HOSTILE, "in_progress")))
     return cli
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (see .ci/run)")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 def test_the_json_report_has_the_specs_shape(cli: Cli) -> None:

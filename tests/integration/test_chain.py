@@ -73,7 +73,7 @@ def test_every_event_is_chained_over_its_canonical_bytes(
             assert row.chain == expected
             previous = expected
     assert ledger.verify().ok
-    assert ledger.ledger.chain_head("s1") == rows(database_url, "plan:s1")[-1].chain
+    assert ledger.report("s1").chain_head == rows(database_url, "plan:s1")[-1].chain
 
 
 def retitle(data: dict[str, Any]) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,23 +18,11 @@ from domain.checkpoint import Checkpoint
 from domain.errors import CorruptHistory
 from planledger.service import PlanLedger, open_planledger
 from planledger.service.keys import public_key, signing_key
+from tests.integration import test_chain
 from tests.integration.storage import chain_again, delete_events, edit_event, swap_states
 from tests.integration.test_chain import codex, inserted
 
-
-@pytest.fixture
-def ledger(database_url: str) -> Iterator[PlanLedger]:
-    """Sessions `s1` and `s2`, each: plan events 1 (created), 2-3 and 4-5 (commits, the
-    second with an explanation), 6-7 (a rejection), 8-9 (a commit)."""
-    app = open_planledger(database_url, home=None)
-    for sid in ("s1", "s2"):
-        app.open_session(sid)
-        app.submit(sid, codex(("Look", "in_progress"), ("Fix", "pending")))
-        app.submit(sid, codex(("Look", "completed"), ("Fix", "in_progress"), explanation="why"))
-        app.submit(sid, codex(("Look", "in_progress"), ("Fix", "in_progress")))  # rejected
-        app.submit(sid, codex(("Look", "completed"), ("Fix", "completed")))
-    yield app
-    app.close()
+ledger = test_chain.ledger  # sessions s1 and s2, each with commits, an explanation, a rejection
 
 
 @pytest.fixture

@@ -14,13 +14,14 @@ from planledger.clients.cli.app import JsonFlag, SessionArg, app, emit, err, out
 from planledger.clients.exits import EXIT_FAILED
 from planledger.storage.settings import home_dir
 
+OutFile = Annotated[
+    Path | None, typer.Option("--out", metavar="FILE", help="Write it here (default: stdout).")
+]
+
 
 @app.command("checkpoint")
 def checkpoint(
-    out_file: Annotated[
-        Path | None,
-        typer.Option("--out", metavar="FILE", help="Write the statement here (default: stdout)."),
-    ] = None,
+    out_file: OutFile = None,
     key: Annotated[
         Path | None,
         typer.Option(
@@ -78,10 +79,7 @@ def export(
         ReportFormat,
         typer.Option("--format", help="md (Markdown), html (one self-contained file) or json."),
     ] = ReportFormat.md,
-    out_file: Annotated[
-        Path | None,
-        typer.Option("--out", metavar="FILE", help="Write the report here (default: stdout)."),
-    ] = None,
+    out_file: OutFile = None,
 ) -> None:
     """A report of the session to hand on: its goals, the plan at each revision with what
     changed, every rejection with its violations, who sent each proposal and when, the chain
