@@ -26,6 +26,7 @@ from projections.shapes import (
     PendingProposalView,
     PlanView,
     RejectionView,
+    Transition,
 )
 
 SESSION_EVENTS = (Session.SessionOpened, Session.CollaborationModeChanged)
@@ -64,6 +65,20 @@ class ViewChanges:
         return bool(self.views or self.history or self.sessions or self.corrupt)
 
 
+class Shown(NamedTuple):
+    """What a plan's view shows after an event, taken from its facts before the next event
+    changes them in place: a view is made of it only where one is wanted (a run of events
+    makes one view per session, and one per commit for its history row)."""
+
+    version: int
+    revision: int
+    policy: Policy | None
+    snapshot: PlanSnapshot | None
+    pending: PendingProposal | None
+    rejection: tuple[str, tuple[Violation, ...]] | None
+    at: datetime
+
+
 def fold_events(
     views: Mapping[str, PlanView | None],
     events: Iterable[tuple[Event, int | None]],
@@ -82,10 +97,10 @@ def fold_events(
     the rules' facts of each session between calls (a reader folding its sessions' events
     batch after batch); a session without one starts from its view.
     """
-    current = dict(views)
     plans = states if states is not None else {}
     changes = ViewChanges()
     broken = set(corrupt)
+    shown: dict[str, tuple[Shown, PlanView | None]] = {}  # each session's last, and its view
     for event, notification_id in events:
         originator = str(event.originator_id)
         if originator.startswith("session:"):
@@ -95,25 +110,36 @@ def fold_events(
         session_id = originator.removeprefix("plan:")
         if session_id in broken:
             continue
-        view = current.get(session_id)
         plan = plans.get(session_id)
-        if plan is None and view is not None:
-            plan = plans[session_id] = plan_state_of(view)
+        if plan is None:
+            view = views.get(session_id)
+            if view is not None:
+                plan = plan_state_of(view)
         try:
-            plan, view, entry = apply_plan_event(plan, view, session_id, event, judged)
+            plan, entry = apply_plan_event(plan, session_id, event, judged)
         except Exception as error:
             broken.add(session_id)
             plans.pop(session_id, None)
             changes.corrupt[session_id] = as_corrupt(error, session_id, event)
             continue
-        if plan is None or view is None:
-            continue
         plans[session_id] = plan
-        current[session_id] = view
-        changes.views[session_id] = (event.originator_version, view)
+        now = Shown(
+            event.originator_version,
+            plan.revision,
+            plan.policy,
+            plan.snapshot,
+            plan.pending,
+            plan.last_rejection,
+            event.timestamp,
+        )
+        view_after = None
         if entry is not None:
-            view_after = view if entry.kind == "committed" else None
+            if entry.kind == "committed":
+                view_after = view_of(session_id, now)
             changes.history.append(HistoryRow(session_id, entry, view_after, notification_id))
+        shown[session_id] = (now, view_after)
+    for session_id, (now, made) in shown.items():
+        changes.views[session_id] = (now.version, made or view_of(session_id, now))
     return changes
 
 
@@ -162,6 +188,53 @@ def empty_view(session_id: str, at: object) -> PlanView:
     )
 
 
+# The last rejection's view made, with the facts it was made of (a plan's rejection is kept
+# through its later events: its views share one, which also spares view_stub a dump).
+_last_rejection: tuple[object, RejectionView | None] = (None, None)
+
+
+def view_of(session_id: str, shown: Shown) -> PlanView:
+    """The plan's view as `shown` (`PlanView(...)` of values already of their fields' types,
+    made without validating them again)."""
+    global _last_rejection
+    snapshot, pending, rejection = shown.snapshot, shown.pending, shown.rejection
+    rejection_view = None
+    if rejection is not None:
+        made_of, rejection_view = _last_rejection
+        if made_of is not rejection:
+            rejection_view = built(
+                RejectionView, {"proposal_id": rejection[0], "violations": list(rejection[1])}
+            )
+            _last_rejection = (rejection, rejection_view)
+    return built(
+        PlanView,
+        {
+            "session_id": session_id,
+            "revision": shown.revision,
+            "policy": shown.policy,
+            "title": snapshot.title if snapshot is not None else None,
+            "goal_id": snapshot.goal_id if snapshot is not None else None,
+            "steps": list(snapshot.steps) if snapshot is not None else [],
+            "pending_proposal": built(
+                PendingProposalView,
+                {
+                    "proposal_id": pending.proposal_id,
+                    "form": pending.form.value if pending.form is not None else None,
+                    "expected_revision": pending.expected_revision,
+                    "proposed_at": pending.proposed_at,
+                    "candidate": pending.candidate,
+                    "operation": pending.operation,
+                    "shape_violations": pending.shape_violations,
+                },
+            )
+            if pending is not None
+            else None,
+            "last_rejection": rejection_view,
+            "updated_at": shown.at,
+        },
+    )
+
+
 def plan_state_of(view: PlanView) -> PlanState:
     """The rules' facts of a plan as its stored view holds them. Under the strict policy no
     accepted step is ever removed, so the accepted ids are the committed steps' ids. What a
@@ -194,38 +267,22 @@ def plan_state_of(view: PlanView) -> PlanState:
 
 
 def apply_plan_event(
-    plan: PlanState | None,
-    view: PlanView | None,
-    session_id: str,
-    event: Event,
-    judged: bool = False,
-) -> tuple[PlanState | None, PlanView | None, HistoryEntry | None]:
-    """The plan's facts and view after `event`, and the history entry it adds (None for
-    events that add none). The domain's own functions check the event and change the facts
+    plan: PlanState | None, session_id: str, event: Event, judged: bool = False
+) -> tuple[PlanState, HistoryEntry | None]:
+    """The plan's facts after `event`, and the history entry it adds (None for events that
+    add none). The domain's own functions check the event and change the facts
     (domain.plan_state); this only shows what they decided.
 
     Raises CorruptHistory for an event the rules forbid at this point of the history."""
     position, at = event.originator_version, event.timestamp
-    plan, before = apply_to_state(plan, session_id, event, judged)
+    after, before = apply_to_state(plan, session_id, event, judged)
+    assert after is not None  # (a plan's first event makes its facts, or raises)
     if isinstance(event, Plan.PlanCreated):
-        return plan, empty_view(session_id, at), None
-    assert plan is not None and view is not None  # the facts of a plan come with its view
+        return after, None
     if isinstance(event, Plan.PlanProposed):
         if not well_typed_proposal(event):  # an edited row: validated, and refused
             PendingProposalView.model_validate(event.__dict__ | {"proposed_at": at})
             HistoryEntry.model_validate(event.__dict__ | {"position": position, "at": at})
-        pending = built(
-            PendingProposalView,
-            {
-                "proposal_id": event.proposal_id,
-                "form": event.form,
-                "expected_revision": event.expected_revision,
-                "proposed_at": at,
-                "candidate": event.candidate,
-                "operation": event.operation,
-                "shape_violations": tuple(event.shape_violations),
-            },
-        )
         entry = history_entry(
             position=position,
             kind="proposed",
@@ -237,32 +294,22 @@ def apply_plan_event(
             expected_revision=event.expected_revision,
             operation=event.operation,
         )
-        return plan, updated(view, {"pending_proposal": pending, "updated_at": at}), entry
+        return after, entry
     if isinstance(event, Plan.PlanCommitted):
-        snapshot = event.snapshot
-        entry = HistoryEntry.model_validate(  # transitions and all, in one validation
-            {
-                "position": position,
-                "kind": "committed",
-                "proposal_id": event.proposal_id,
-                "at": at,
-                "revision": event.revision,
-                "transitions": [
-                    {"step_id": step_id, "from": old, "to": new}
-                    for step_id, old, new in rules.step_transitions(before, snapshot)
-                ],
-            }
+        if type(event.proposal_id) is not str or type(event.revision) is not int:
+            raise CorruptHistory(session_id, position, "unreadable_event", "a mistyped commit")
+        entry = history_entry(
+            position=position,
+            kind="committed",
+            proposal_id=event.proposal_id,
+            at=at,
+            revision=event.revision,
+            transitions=[
+                built(Transition, {"step_id": step_id, "from_": old, "to": new})
+                for step_id, old, new in rules.step_transitions(before, event.snapshot)
+            ],
         )
-        update: dict[str, Any] = {
-            "revision": event.revision,
-            "policy": plan.policy,
-            "title": snapshot.title,
-            "goal_id": snapshot.goal_id,
-            "steps": list(snapshot.steps),
-            "pending_proposal": None,
-            "updated_at": at,
-        }
-        return plan, updated(view, update), entry
+        return after, entry
     assert isinstance(event, Plan.PlanRejected)
     violations = list(event.violations)
     if type(event.proposal_id) is not str or not all(type(v) is Violation for v in violations):
@@ -274,9 +321,7 @@ def apply_plan_event(
         at=at,
         violations=violations,
     )
-    rejection = built(RejectionView, {"proposal_id": event.proposal_id, "violations": violations})
-    update = {"pending_proposal": None, "last_rejection": rejection, "updated_at": at}
-    return plan, updated(view, update), entry
+    return after, entry
 
 
 # Every field of an entry in order (a model's JSON follows its fields' order in `__dict__`),
@@ -306,15 +351,6 @@ def history_entry(**fields: Any) -> HistoryEntry:
     ordered = ENTRY_DEFAULTS.copy()
     ordered.update(fields)  # every key is there already: the fields' order stays
     return built(HistoryEntry, ordered, fields.keys())
-
-
-def updated(view: PlanView, update: dict[str, Any]) -> PlanView:
-    """`view.model_copy(update=update)` (no validation, as there), made in one step for a
-    plain view: pydantic's copy goes through `copy.copy` for each of its four parts."""
-    if type(view) is not PlanView or view.__pydantic_extra__ or view.__pydantic_private__:
-        return view.model_copy(update=update)
-    fields_set = view.__pydantic_fields_set__ | update.keys()
-    return built(PlanView, {**view.__dict__, **update}, fields_set)
 
 
 def committed_snapshot(view: PlanView) -> PlanSnapshot:

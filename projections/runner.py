@@ -75,7 +75,8 @@ class ShareReader(Protocol):
 
     def read(self, after: int, upto: int, share: int) -> list[tuple[Any, ...]]:
         """The event rows (see event_rows) of the folded events in (after, upto] of the
-        sessions of `share`, in order."""
+        sessions of `share`, in order; a plan event's previous chain is left None (the worker,
+        which reads its sessions' plan events from the first, knows it)."""
 
 
 class ViewStorage(Protocol):
@@ -141,9 +142,11 @@ def event_rows(rows: Sequence[tuple[Any, ...]]) -> list[EventRow]:
 @dataclass
 class FoldState:
     """What a fold worker keeps between batches: how it reads its share of the events, the
-    views of its sessions, the rules' facts of their plans, and which of them broke a rule."""
+    last chain of each plan stream, the views of its sessions, the rules' facts of their
+    plans, and which of them broke a rule."""
 
     reader: ShareReader | None = None
+    chains: dict[str, str | None] = field(default_factory=dict)
     views: dict[str, PlanView] = field(default_factory=dict)
     plans: dict[str, PlanState] = field(default_factory=dict)
     broken: set[str] = field(default_factory=set)
@@ -361,8 +364,13 @@ class ProjectionRunner:
         views it holds."""
         assert state.reader is not None
         part = state.reader.read(*share)
-        batch = event_rows(part)
-        touched = {o.removeprefix("plan:") for _, o, *_ in part if o.startswith("plan:")}
+        batch, chains, touched = [], state.chains, set()
+        for i, o, v, t, d, c, p in part:
+            if o.startswith("plan:"):
+                p = chains.get(o)
+                chains[o] = c
+                touched.add(o[5:])
+            batch.append(EventRow(i, o, v, t, d if type(d) is bytes else bytes(d), c, p))
         views = {sid: state.views.get(sid) for sid in touched}
         broken = sorted(touched & state.broken)
         changes, stored = self._fold(batch, views, broken, state.plans)

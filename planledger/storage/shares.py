@@ -1,5 +1,7 @@
 """The events of a rebuild's batch as forked workers read them: each worker one share of the
 sessions, on its own connection, so that the events never pass through the parent process.
+A worker reads its sessions' plan events from the first, so it knows each one's previous chain
+(its rows leave it NULL: no lookup per row).
 
 A session's share is a function of the last two characters of its id, which its plan stream
 (`plan:<id>`) and its session stream (`session:<id>`) share: every event of a session is in one
@@ -16,17 +18,25 @@ if TYPE_CHECKING:
     import psycopg
 
 
-def event_row_sql(table: str, id_column: str) -> str:
+def event_row_sql(table: str, id_column: str, known: str | None = None) -> str:
     """SELECT ... FROM of the runner's event rows (projections.runner.event_rows): each event
-    `e` with its chain and the chain of the event before it in its stream."""
+    `e` with its chain and the chain of the event before it in its stream (NULL where the SQL
+    test `known` holds: events whose reader has seen every event of their stream before)."""
+    before = (
+        f"(SELECT p.chain FROM {table} p WHERE p.originator_id = e.originator_id "
+        "AND p.originator_version < e.originator_version ORDER BY p.originator_version DESC "
+        "LIMIT 1)"
+    )
+    if known is not None:
+        before = f"CASE WHEN {known} THEN NULL ELSE {before} END"
     return (
         f"SELECT e.{id_column}, e.originator_id, e.originator_version, e.topic, e.state, "
-        f"e.chain, (SELECT p.chain FROM {table} p WHERE p.originator_id = e.originator_id "
-        "AND p.originator_version < e.originator_version ORDER BY p.originator_version DESC "
-        f"LIMIT 1) FROM {table} e"
+        f"e.chain, {before} FROM {table} e"
     )
 
 
+SQLITE_PLAN = "substr(e.originator_id, 1, 5) = 'plan:'"
+POSTGRES_PLAN = "left(e.originator_id, 5) = 'plan:'"
 SQLITE_SHARE = (
     "(unicode(substr(e.originator_id, -1)) + 31 * unicode(substr(e.originator_id, -2, 1))) % ?"
 )
@@ -44,8 +54,8 @@ class SqliteShares:
         self.conn: sqlite3.Connection | None = None  # made in the worker
         marks = ", ".join("?" * len(self.topics))
         self.sql = (
-            f"{event_row_sql('stored_events', 'rowid')} WHERE e.rowid > ? AND e.rowid <= ? AND "
-            f"(substr(e.originator_id, 1, 5) = 'plan:' OR e.topic IN ({marks})) AND "
+            f"{event_row_sql('stored_events', 'rowid', SQLITE_PLAN)} WHERE e.rowid > ? "
+            f"AND e.rowid <= ? AND ({SQLITE_PLAN} OR e.topic IN ({marks})) AND "
             f"{SQLITE_SHARE} = ? ORDER BY e.rowid"
         )
 
@@ -67,8 +77,9 @@ class PostgresShares:
         self.conninfo, self.count, self.topics = conninfo, count, sorted(topics)
         self.conn: psycopg.Connection[Any] | None = None  # made in the worker
         self.sql = (
-            f"{event_row_sql(events_table, 'notification_id')} WHERE e.notification_id > %s "
-            "AND e.notification_id <= %s AND (left(e.originator_id, 5) = 'plan:' OR "
+            f"{event_row_sql(events_table, 'notification_id', POSTGRES_PLAN)} "
+            "WHERE e.notification_id > %s "
+            f"AND e.notification_id <= %s AND ({POSTGRES_PLAN} OR "
             f"e.topic = ANY(%s)) AND {POSTGRES_SHARE} = %s ORDER BY e.notification_id"
         )
 

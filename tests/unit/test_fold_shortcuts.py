@@ -1,4 +1,4 @@
-"""The fold's quick equality and copy give what pydantic's own give."""
+"""The fold's quick equality and views give what pydantic's own give."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from domain.models import PlanSnapshot, Step
-from domain.plan_state import same_snapshot
-from projections.fold import committed_snapshot, empty_view, updated
-from projections.shapes import PendingProposalView, RejectionView
+from domain.models import Form, PlanSnapshot, Policy, Step, Violation
+from domain.plan_state import PendingProposal, same_snapshot
+from projections.fold import Shown, committed_snapshot, empty_view, view_of
+from projections.shapes import PlanView
 
 NOW = datetime(2025, 1, 2, tzinfo=UTC)
 
@@ -44,30 +44,64 @@ def test_same_snapshot_is_equality(left: PlanSnapshot | None, right: PlanSnapsho
     assert same_snapshot(right, right)
 
 
-def test_updated_is_model_copy() -> None:
-    view = empty_view("s", NOW)
-    pending = PendingProposalView(
-        proposal_id="p", form="strict", expected_revision=None, proposed_at=NOW
+@pytest.mark.parametrize("pending", [False, True])
+@pytest.mark.parametrize("rejected", [False, True])
+@pytest.mark.parametrize("revision", [0, 2])
+def test_view_of_is_validation(pending: bool, rejected: bool, revision: int) -> None:
+    plan = snapshot(A, B, goal="g") if revision else None
+    proposal = PendingProposal(
+        proposal_id="p",
+        form=Form.STRICT,
+        candidate=snapshot(A),
+        expected_revision=revision,
+        shape_violations=(Violation(code="c", message="m"),),
+        fingerprint="f",
+        proposed_at=NOW,
     )
-    for update in (
-        {"pending_proposal": pending, "updated_at": NOW},
-        {"revision": 1, "title": "T", "steps": [Step(id="a", title="A", status="pending")]},
-        {"last_rejection": RejectionView(proposal_id="p", violations=[])},
-    ):
-        before = view.model_dump_json()
-        mine, theirs = updated(view, update), view.model_copy(update=update)
-        assert mine == theirs
-        assert mine.model_fields_set == theirs.model_fields_set
-        assert mine.model_dump_json() == theirs.model_dump_json()
-        assert view.model_dump_json() == before  # the view copied is left as it was
-        view = mine
+    rejection = ("r", (Violation(code="c", message="m"),))
+    shown = Shown(
+        7,
+        revision,
+        Policy.STRICT if revision else None,
+        plan,
+        proposal if pending else None,
+        rejection if rejected else None,
+        NOW,
+    )
+    mine = view_of("s", shown)
+    theirs = PlanView.model_validate(
+        {
+            "session_id": "s",
+            "revision": revision,
+            "policy": "strict" if revision else None,
+            "title": plan.title if plan else None,
+            "goal_id": plan.goal_id if plan else None,
+            "steps": list(plan.steps) if plan else [],
+            "pending_proposal": {
+                "proposal_id": "p",
+                "form": "strict",
+                "expected_revision": revision,
+                "proposed_at": NOW,
+                "candidate": snapshot(A),
+                "shape_violations": [{"code": "c", "message": "m"}],
+            }
+            if pending
+            else None,
+            "last_rejection": {"proposal_id": "r", "violations": [{"code": "c", "message": "m"}]}
+            if rejected
+            else None,
+            "updated_at": NOW,
+        }
+    )
+    assert mine == theirs
+    assert mine.model_dump_json() == theirs.model_dump_json()
 
 
 def test_committed_snapshot_is_model_construct() -> None:
     steps = [Step(id="a", title="A", status="completed"), Step(id="b", title="B", status="pending")]
-    view = updated(empty_view("s", NOW), {"revision": 2, "title": "T", "goal_id": "g"})
+    view = empty_view("s", NOW).model_copy(update={"revision": 2, "title": "T", "goal_id": "g"})
     for title, listed in (("T", steps), (None, []), ("T", steps[:1])):
-        view = updated(view, {"title": title, "steps": listed})
+        view = view.model_copy(update={"title": title, "steps": listed})
         mine = committed_snapshot(view)
         theirs = PlanSnapshot.model_construct(
             title=view.title, goal_id=view.goal_id, steps=tuple(view.steps)
