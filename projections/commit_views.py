@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 from domain.errors import CorruptHistory
 from domain.plan import Plan
 from projections.decode import COMMITTED, PlanEventDecoder
+from projections.fold import Shown, view_of
 from projections.shapes import PlanView
 
 # What a commit's view holds beyond its event (its session, revision, plan and time) and its
@@ -27,19 +28,19 @@ def commit_digest(state: bytes) -> str:
 
 
 # The last stub made, with the policy and rejection it was made of: a session's commits
-# mostly share both (a rejection's view is never changed once made; kept alive here, it is
-# compared by identity).
+# mostly share both (a plan keeps its last rejection, one object, through its later events;
+# kept alive here, it is compared by identity).
 _last_stub: tuple[Any, Any, str] = (None, None, "")
 
 
-def view_stub(view: PlanView) -> str:
+def view_stub(session_id: str, shown: Shown) -> str:
     """A commit's view without what its event and history row hold, as JSON."""
     global _last_stub
     policy, rejection, stub = _last_stub
-    if view.last_rejection is rejection and view.policy == policy and stub:
+    if shown.rejection is rejection and shown.policy == policy and stub:
         return stub
-    stub = view.model_dump_json(include=STUB_FIELDS)
-    _last_stub = (view.policy, view.last_rejection, stub)
+    stub = view_of(session_id, shown).model_dump_json(include=STUB_FIELDS)
+    _last_stub = (shown.policy, shown.rejection, stub)
     return stub
 
 

@@ -32,13 +32,31 @@ from projections.shapes import (
 SESSION_EVENTS = (Session.SessionOpened, Session.CollaborationModeChanged)
 
 
+class Shown(NamedTuple):
+    """What a plan's view shows after an event, taken from its facts before the next event
+    changes them in place: a view is made of it only where one is wanted (a run of events
+    makes one view per session, and one per commit for its history row)."""
+
+    version: int
+    revision: int
+    policy: Policy | None
+    snapshot: PlanSnapshot | None
+    pending: PendingProposal | None
+    rejection: tuple[str, tuple[Violation, ...]] | None
+    at: datetime
+
+
 class HistoryRow(NamedTuple):  # a tuple: one per plan event, made cheaply
     """One history entry of a session; `notification_id` None until the store assigns it."""
 
     session_id: str
     entry: HistoryEntry
-    view: PlanView | None = None  # the plan as this commit left it (live clients show it)
+    shown: Shown | None = None  # what the plan showed after this commit (None: not a commit)
     notification_id: int | None = None
+
+    def view(self) -> PlanView | None:
+        """The plan as this commit left it (live clients and reports show it)."""
+        return view_of(self.session_id, self.shown) if self.shown is not None else None
 
 
 class SessionRow(NamedTuple):
@@ -65,20 +83,6 @@ class ViewChanges:
         return bool(self.views or self.history or self.sessions or self.corrupt)
 
 
-class Shown(NamedTuple):
-    """What a plan's view shows after an event, taken from its facts before the next event
-    changes them in place: a view is made of it only where one is wanted (a run of events
-    makes one view per session, and one per commit for its history row)."""
-
-    version: int
-    revision: int
-    policy: Policy | None
-    snapshot: PlanSnapshot | None
-    pending: PendingProposal | None
-    rejection: tuple[str, tuple[Violation, ...]] | None
-    at: datetime
-
-
 def fold_events(
     views: Mapping[str, PlanView | None],
     events: Iterable[tuple[Event, int | None]],
@@ -100,7 +104,7 @@ def fold_events(
     plans = states if states is not None else {}
     changes = ViewChanges()
     broken = set(corrupt)
-    shown: dict[str, tuple[Shown, PlanView | None]] = {}  # each session's last, and its view
+    shown: dict[str, Shown] = {}  # what each session's view shows after its last event
     for event, notification_id in events:
         originator = str(event.originator_id)
         if originator.startswith("session:"):
@@ -132,14 +136,12 @@ def fold_events(
             plan.last_rejection,
             event.timestamp,
         )
-        view_after = None
         if entry is not None:
-            if entry.kind == "committed":
-                view_after = view_of(session_id, now)
-            changes.history.append(HistoryRow(session_id, entry, view_after, notification_id))
-        shown[session_id] = (now, view_after)
-    for session_id, (now, made) in shown.items():
-        changes.views[session_id] = (now.version, made or view_of(session_id, now))
+            committed = now if entry.kind == "committed" else None
+            changes.history.append(HistoryRow(session_id, entry, committed, notification_id))
+        shown[session_id] = now
+    for session_id, now in shown.items():
+        changes.views[session_id] = (now.version, view_of(session_id, now))
     return changes
 
 
@@ -188,8 +190,8 @@ def empty_view(session_id: str, at: object) -> PlanView:
     )
 
 
-# The last rejection's view made, with the facts it was made of (a plan's rejection is kept
-# through its later events: its views share one, which also spares view_stub a dump).
+# The last rejection's view made, with the facts it was made of (a plan keeps its last
+# rejection, one object, through its later events: their views share one view of it).
 _last_rejection: tuple[object, RejectionView | None] = (None, None)
 
 

@@ -83,7 +83,8 @@ def session_report(service: PlanLedger, session_id: str) -> SessionReport:
             continue
         actor, client = senders.get(entry.proposal_id, (None, None))
         if entry.kind == "committed":
-            assert item.view is not None and entry.revision is not None
+            plan = item.view()
+            assert plan is not None and entry.revision is not None
             revisions.append(
                 ReportRevision(
                     revision=entry.revision,
@@ -91,7 +92,7 @@ def session_report(service: PlanLedger, session_id: str) -> SessionReport:
                     actor=actor,
                     client=client,
                     proposal_id=entry.proposal_id,
-                    plan=item.view,
+                    plan=plan,
                     transitions=entry.transitions or [],
                 )
             )

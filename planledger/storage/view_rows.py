@@ -64,12 +64,12 @@ def rows_of(changes: ViewChanges, stored: StoredAt) -> ViewRows:
     for row in changes.history:
         entry = row.entry
         position, stub, digest = row.notification_id, None, None
-        if position is None or row.view is not None:
+        if position is None or row.shown is not None:
             at, state = stored(f"plan:{row.session_id}", entry.position)
             position = at if position is None else position
-            if row.view is not None:
+            if row.shown is not None:
                 assert state is not None, "a commit's history row needs its stored state"
-                stub, digest = view_stub(row.view), commit_digest(state)
+                stub, digest = view_stub(row.session_id, row.shown), commit_digest(state)
         rows.history.append(
             (
                 row.session_id,
