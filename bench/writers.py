@@ -1,30 +1,39 @@
 """Many writers on one PostgreSQL store (issue 24): N processes, each submitting strict-form
 revisions to sessions of its own through `open_planledger().submit`, beside N processes doing
-single-row INSERT + COMMIT into a plain table, in the same run.
+single-row INSERT + COMMIT into a plain table, and N HTTP clients posting the same revisions to
+two `planledger serve` processes on the store, in the same run.
 
-    python bench/writers.py [--writers 1,2,4,8] [--seconds 5] [--rounds 3]
+    python bench/writers.py [--writers 1,2,4,8,16] [--seconds 5] [--rounds 3]
         [--database postgres|URL] [--output bench/results/writers.json]
 
-Each round runs, for every N in turn, the raw baseline and then the ledger, each for
+Each round runs, for every N in turn, the raw baseline, the ledger and the HTTP clients (the
+servers stopped with SIGSTOP while the others run: every commit wakes them), each for
 `--seconds` seconds with all N processes started together (a barrier) and counted over the
 same window. Reported: the median over rounds of commits per second (all processes summed),
-and the ledger's ratio to raw. Issue 24's bars: ledger submits/s grow from 1 to 8 writers and
+and the ledger's and the HTTP clients' ratios to raw. The HTTP clients (one keep-alive
+connection to each server) open their sessions on one server, in turn, and read each one's plan
+back from the other. Issue 24's bars: ledger submits/s grow from 1 to 8 writers and
 reach at least 0.5x raw at 8 writers; one writer at least 0.3x raw.
 
-A ledger process holds about 8 connections (its writer, readers, views and live feed), so 16
-writers need a server with `max_connections` above 130 (the default is 100).
+A writing ledger process holds about 4 connections (its event store pool, opened one at a
+time, and the views' writer and reader), so 16 writers fit in a server's default 100.
 """
 
 from __future__ import annotations
 
+import json
 import multiprocessing
+import signal
 import sys
+import tempfile
 import time
 import uuid
 from multiprocessing.synchronize import Barrier
+from pathlib import Path
 from typing import Any
 
 import common
+from http_latency import Http, server
 
 from planledger.service import open_planledger
 
@@ -59,6 +68,33 @@ def ledger_writer(url: str, seconds: float, barrier: Barrier, counts: Any, slot:
                 break
     counts[slot] = done
     service.close()
+
+
+def http_writer(ports: str, seconds: float, barrier: Barrier, counts: Any, slot: int) -> None:
+    """Writer `slot` posts to one of the two servers, its sessions alternating between them;
+    each answer is checked on the other server (a writer reads its write on any server)."""
+    servers = [Http(int(port)) for port in ports.split(",")]
+    prefix = uuid.uuid4().hex[:8]
+    sessions = 0
+    barrier.wait()
+    done, deadline = 0, time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        sid = f"h{prefix}-{sessions}"
+        here, there = servers[(slot + sessions) % 2], servers[(slot + sessions + 1) % 2]
+        sessions += 1
+        status, body = here.post("/sessions", {"session_id": sid})
+        assert status == 201, (status, body)
+        for revision in range(1, 7):
+            status, body = here.post(f"/sessions/{sid}/plan", plan(revision))
+            assert status == 200 and json.loads(body)["status"] == "committed", (status, body)
+            done += 1
+            if time.monotonic() >= deadline:
+                break
+        status, body = there.get(f"/sessions/{sid}/plan")
+        assert status == 200 and json.loads(body)["revision"] >= 1, (status, body)
+    counts[slot] = done
+    for client in servers:
+        client.close()
 
 
 def raw_writer(conninfo: str, seconds: float, barrier: Barrier, counts: Any, slot: int) -> None:
@@ -98,7 +134,7 @@ def measure(target: Any, arg: str, writers: int, seconds: float) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     p = common.parser("writers", __doc__ or "", rounds=3, database="postgres")
-    p.add_argument("--writers", default="1,2,4,8", help="process counts, comma-separated")
+    p.add_argument("--writers", default="1,2,4,8,16", help="process counts, comma-separated")
     p.add_argument("--seconds", type=float, default=5.0)
     args = common.parse(p, argv)
     counts = [int(n) for n in args.writers.split(",")]
@@ -106,30 +142,61 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("writers.py measures PostgreSQL (the store many machines share)")
     import psycopg
 
-    rates: dict[str, dict[int, list[float]]] = {"raw": {}, "ledger": {}}
-    with common.fresh_store(args.database, "writers") as url:
+    kinds = ("raw", "ledger", "http")
+    rates: dict[str, dict[int, list[float]]] = {kind: {} for kind in kinds}
+    with (
+        common.fresh_store(args.database, "writers") as url,
+        tempfile.TemporaryDirectory(prefix="writers_") as scratch,
+    ):
         open_planledger(url, home=None).close()  # the schema, made once
         base, _, query = url.partition("?")
         schema = query.removeprefix("schema=")
         conninfo = f"{base}?options=-csearch_path%3D{schema}"
         with psycopg.connect(conninfo, autocommit=True) as conn:
             conn.execute(f"CREATE TABLE {RAW_TABLE} (id bigserial PRIMARY KEY, payload bytea)")
-        for round_ in range(args.rounds):
-            for n in counts:
-                raw = measure(raw_writer, conninfo, n, args.seconds)
-                ledger = measure(ledger_writer, url, n, args.seconds)
-                rates["raw"].setdefault(n, []).append(raw)
-                rates["ledger"].setdefault(n, []).append(ledger)
-                print(
-                    f"round {round_ + 1} writers={n}: raw {raw:,.0f}/s ledger {ledger:,.0f}/s",
-                    flush=True,
-                )
-    print(f"\n{'writers':>7} {'raw/s':>10} {'ledger/s':>10} {'ratio':>6}")
+        homes = [Path(scratch) / name for name in ("a", "b")]
+        for home in homes:
+            home.mkdir()
+        with server(url, homes[0]) as (first, a), server(url, homes[1]) as (second, b):
+            ports = f"{first.port},{second.port}"
+
+            def servers_get(signal_number: int) -> None:  # idle, they still wake on each commit
+                for process in (a, b):
+                    process.send_signal(signal_number)
+
+            for round_ in range(args.rounds):
+                for n in counts:
+                    servers_get(signal.SIGSTOP)
+                    found = {
+                        "raw": measure(raw_writer, conninfo, n, args.seconds),
+                        "ledger": measure(ledger_writer, url, n, args.seconds),
+                    }
+                    servers_get(signal.SIGCONT)
+                    found["http"] = measure(http_writer, ports, n, args.seconds)
+                    for kind, rate in found.items():
+                        rates[kind].setdefault(n, []).append(rate)
+                    print(
+                        f"round {round_ + 1} writers={n}: "
+                        + "  ".join(f"{kind} {rate:,.0f}/s" for kind, rate in found.items()),
+                        flush=True,
+                    )
+    print(
+        f"\n{'writers':>7} {'raw/s':>10} {'ledger/s':>10} {'ratio':>6} {'http/s':>10} {'ratio':>6}"
+    )
     rows = {}
     for n in counts:
-        raw, ledger = (common.median(rates[k][n]) for k in ("raw", "ledger"))
-        rows[n] = {"raw": raw, "ledger": ledger, "ratio": ledger / raw if raw else None}
-        print(f"{n:>7} {raw:>10,.0f} {ledger:>10,.0f} {ledger / raw:>6.2f}")
+        raw, ledger, over_http = (common.median(rates[k][n]) for k in kinds)
+        rows[n] = {
+            "raw": raw,
+            "ledger": ledger,
+            "ratio": ledger / raw if raw else None,
+            "http_two_servers": over_http,
+            "http_ratio": over_http / raw if raw else None,
+        }
+        print(
+            f"{n:>7} {raw:>10,.0f} {ledger:>10,.0f} {ledger / raw:>6.2f} "
+            f"{over_http:>10,.0f} {over_http / raw:>6.2f}"
+        )
     common.write_result(args.output, common.result(args, seconds=args.seconds, rows=rows))
     return 0
 

@@ -20,6 +20,7 @@ POSTGRES_FACTORY = "planledger.storage.postgres_factory:BoundedPostgresFactory"
 # reconnect give up as soon, so the first call after the server is back connects.
 POOL_TIMEOUT = 1.0
 CONNECT_TIMEOUT = 2
+POOL_SIZE, POOL_MAX = 1, 10  # a process's pooled connections to the event store
 
 
 class SettingsError(LedgerError):
@@ -111,6 +112,11 @@ def database_settings(url: str | None = None) -> DatabaseSettings:
             # The library insists on a password even under trust authentication.
             "POSTGRES_PASSWORD": unquote(parts.password or ""),
             "POSTGRES_CONNECT_TIMEOUT": str(CONNECT_TIMEOUT),
+            # One connection made at start, more only while calls overlap (the library's
+            # default opens five at once: a one-shot command waits for them, and sixteen
+            # writer processes on one machine fill a server's 100 connections).
+            "POSTGRES_POOL_SIZE": str(POOL_SIZE),
+            "POSTGRES_MAX_OVERFLOW": str(POOL_MAX - POOL_SIZE),
             "APPLICATION_RECORDER_TOPIC": POSTGRES_RECORDER,
         }
         schema = parse_qs(parts.query).get("schema")

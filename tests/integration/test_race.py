@@ -94,3 +94,16 @@ def test_without_expected_revision_losers_are_redecided(postgres_url: str) -> No
     assert sum(w.ledger.lost_races for w in writers) > 0
     for writer in writers:
         writer.close()
+
+
+def test_a_writer_holds_few_connections(postgres_url: str) -> None:
+    """Sixteen writer processes fit in a server's default 100 connections: a process's event
+    store pool starts with one connection and grows only while its calls overlap."""
+    writer = open_planledger(postgres_url, home=None)
+    writer.open_session("few")
+    for revision in range(5):
+        assert writer.submit("few", step_plan(revision, 0)).status == "committed"
+    stats = writer.ledger.recorder.datastore.pool.get_stats()  # type: ignore[attr-defined]
+    assert stats["pool_min"] == 1 and stats["pool_max"] == 10
+    assert stats["pool_size"] <= 2, stats  # one call at a time: no more were opened
+    writer.close()
