@@ -21,7 +21,7 @@ from psycopg import sql
 from planledger.storage.recorder import InlineViews
 from planledger.storage.scan import ChainedEvent
 from planledger.storage.schema import VIEWS
-from planledger.storage.view_rows import SESSION_COLUMNS, ViewRows, rows_of
+from planledger.storage.view_rows import SESSION_COLUMNS, ViewRows, columns, rows_of
 
 
 class OneTripPostgresRecorder(PostgresApplicationRecorder):
@@ -44,19 +44,28 @@ class OneTripPostgresRecorder(PostgresApplicationRecorder):
             if views is not None
             else ViewRows()
         )
+        tables = [
+            [(e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events]
+        ]
+        if views is not None:
+            # views (session_id, version, position, revision, view); history (session_id,
+            # position, _, kind, revision, entry, view, digest); sessions as they are
+            tables.append([(r[0], r[1], r[3], r[4]) for r in rows.views])
+            tables.append([(r[0], r[1], *r[3:]) for r in rows.history])
+            tables.append(list(rows.sessions))
+        shape = tuple(len(table) for table in tables)
         params: list[Any] = []
-        for event in stored_events:
-            params += (event.originator_id, event.originator_version, event.topic, event.state)
-        for row in rows.views:  # (session_id, version, position, revision, view)
-            params += (row[0], row[1], row[3], row[4])
-        for row in rows.history:  # (session_id, position, _, kind, revision, entry, view, digest)
-            params += (row[0], row[1], row[3], row[4], row[5], row[6], row[7])
-        for row in rows.sessions:
-            params += row
+        if sum(shape) > ARRAYS_FROM:
+            shape = (ARRAYS,) * len(tables)  # one statement for every size of large write
+            for table, kinds in zip(tables, TYPES, strict=False):
+                params += columns(table, len(kinds))
+        else:
+            for table in tables:
+                params += [value for row in table for value in row]
         error: Exception | None = None
         result: list[tuple[int, int]] = []
         with self.datastore.get_connection() as conn:
-            preamble, insert = self._statements(conn, len(stored_events), rows, views is not None)
+            preamble, insert = self._statements(conn, shape)
             with conn.cursor() as head, conn.cursor(row_factory=psycopg.rows.tuple_row) as cur:
                 try:
                     # Leaving the pipeline block sends the one sync and reads every result.
@@ -92,12 +101,9 @@ class OneTripPostgresRecorder(PostgresApplicationRecorder):
             rows: list[Any] = cursor.execute(statement, (originator_id,)).fetchall()
         return [ChainedEvent(o, v, t, bytes(s), h) for o, v, t, s, h in rows]
 
-    def _statements(
-        self, conn: Any, count: int, rows: ViewRows, with_views: bool
-    ) -> tuple[list[bytes], bytes]:
-        """BEGIN, lock and NOTIFY, and the INSERT-with-views statement for this shape of
-        write, rendered once as bytes (psycopg would otherwise compose it on every execute)."""
-        shape = (count, len(rows.views), len(rows.history), len(rows.sessions), int(with_views))
+    def _statements(self, conn: Any, shape: tuple[int, ...]) -> tuple[list[bytes], bytes]:
+        """BEGIN and lock, and the INSERT-with-views statement for this shape of write,
+        rendered once as bytes (psycopg would otherwise compose it on every execute)."""
         cache: dict[tuple[int, ...], tuple[list[bytes], bytes]] = self.__dict__.setdefault(
             "_rendered", {}
         )
@@ -114,88 +120,108 @@ class OneTripPostgresRecorder(PostgresApplicationRecorder):
         return rendered
 
 
+# A write of more rows than this sends each table's rows as one array per column, in a
+# statement whose text is the same for every size. An import's writes of thousands of rows
+# each had a new text: psycopg spent a seventh of the import's CPU parsing their placeholders,
+# and the server planned each anew (bench/bulk.py, PostgreSQL: import 22-24 MB/s before, 32
+# after). A small write sends a row of values each: arrays cost psycopg more there.
+ARRAYS_FROM = 64
+ARRAYS = -1  # the count of a table in the shape of a write sent as arrays
+# The column types of the events, views, history and sessions rows.
+TYPES = (
+    ("text", "bigint", "text", "bytea"),
+    ("text", "bigint", "bigint", "json"),
+    ("text", "bigint", "text", "bigint", "json", "json", "text"),
+    ("text", "bigint", "text", "text", "text", "text", "text", "text"),
+)
+
+
+def rows_from(table: int, count: int | None, names: str) -> sql.Composable:
+    """The rows of one table as a FROM item named r(`names`): `count` rows of values, or
+    (None) one array per column."""
+    types = TYPES[table]
+    if count is None:
+        arrays = ", ".join(f"%b::{kind}[]" for kind in types)
+        return sql.SQL(f"unnest({arrays}) AS r({names})")
+    row = "(" + ", ".join(f"%b::{kind}" if kind == "bytea" else f"%s::{kind}" for kind in types)
+    return sql.SQL(f"(VALUES {', '.join([row + ')'] * count)}) AS r({names})")
+
+
 def insert_with_views(
     schema: str, events_table: str, shape: tuple[int, ...], channel: str
 ) -> sql.Composable:
     """One statement: insert the events and notify `channel`; if the views had reached the
     last event before them, upsert the changed views, insert the history rows (store positions
-    from the insert), upsert the sessions and move the tracking position. Returns
+    from the insert), upsert the sessions and move the tracking position. `shape`: how many
+    rows of each table are sent (events, then views, history and sessions when the views are
+    written), each ARRAYS for a large write sent as arrays. Returns
     (notification_id, views_applied) per event."""
-    count, n_views, n_history, n_sessions, with_views = shape
-
-    def values(n: int, row: str) -> sql.Composable:
-        return sql.SQL(", ").join([sql.SQL(row)] * n)
-
+    counts = [None if count == ARRAYS else count for count in shape]
     events = sql.Identifier(schema, events_table)
     # A one-row join: pg_notify runs once per statement (and PostgreSQL sends one notification
     # per channel and transaction, at commit, as NOTIFY would).
     notify = sql.SQL("(SELECT pg_notify({0}, '')) AS notified").format(sql.Literal(channel))
-    if not with_views:  # a plain insert (the library's contract tests use it so)
+    # Rows are inserted in the order sent: the events get their ids (and chains) in it.
+    insert = sql.SQL(
+        "INSERT INTO {events} (originator_id, originator_version, topic, state) SELECT * FROM "
+        "{rows} "
+    ).format(events=events, rows=rows_from(0, counts[0], "o, v, t, s"))
+    if len(counts) == 1:  # a plain insert (the library's contract tests use it so)
         return sql.SQL(
-            "WITH ins AS (INSERT INTO {events} (originator_id, originator_version, topic, state) "
-            "VALUES {rows} RETURNING notification_id) "
+            "WITH ins AS ({insert}RETURNING notification_id) "
             "SELECT notification_id, 0 FROM ins, {notify} ORDER BY notification_id"
-        ).format(events=events, rows=values(count, "(%s, %s::bigint, %s, %b)"), notify=notify)
+        ).format(insert=insert, notify=notify)
     parts: list[sql.Composable] = [
         sql.SQL(
-            "WITH ins AS (INSERT INTO {events} (originator_id, originator_version, topic, state) "
-            "VALUES {rows} RETURNING notification_id, originator_id, originator_version), "
+            "WITH ins AS ({insert}RETURNING notification_id, originator_id, originator_version), "
             "caught AS (UPDATE {tracking} SET position = (SELECT max(notification_id) FROM ins) "
             "WHERE projection = {views} AND position = "
             "(SELECT COALESCE(max(notification_id), 0) FROM {events}) RETURNING 1)"
         ).format(
+            insert=insert,
             events=events,
-            rows=values(count, "(%s, %s::bigint, %s, %b)"),
             tracking=sql.Identifier(schema, "planledger_tracking"),
             views=sql.Literal(VIEWS),
         )
     ]
-    if n_views:
+    if counts[1] != 0:
         parts.append(
             sql.SQL(
                 ", v AS (INSERT INTO {table} (session_id, version, position, revision, view) "
                 "SELECT r.sid, r.version, (SELECT max(notification_id) FROM ins), r.revision, "
-                "r.view FROM (VALUES {rows}) AS r(sid, version, revision, view) "
-                "WHERE EXISTS (SELECT 1 FROM caught) ON CONFLICT (session_id) DO UPDATE SET "
-                "version = excluded.version, position = excluded.position, "
-                "revision = excluded.revision, view = excluded.view)"
+                "r.view FROM {rows} WHERE EXISTS (SELECT 1 FROM caught) "
+                "ON CONFLICT (session_id) DO UPDATE SET version = excluded.version, "
+                "position = excluded.position, revision = excluded.revision, view = excluded.view)"
             ).format(
                 table=sql.Identifier(schema, "planledger_plan_views"),
-                rows=values(n_views, "(%s::text, %s::bigint, %s::bigint, %s::json)"),
+                rows=rows_from(1, counts[1], "sid, version, revision, view"),
             )
         )
-    if n_history:
+    if counts[2] != 0:
         parts.append(
             sql.SQL(
                 ", h AS (INSERT INTO {table} "
                 "(session_id, position, notification_id, kind, revision, entry, view, digest) "
                 "SELECT r.sid, r.pos, ins.notification_id, r.kind, r.revision, r.entry, r.view, "
-                "r.digest FROM (VALUES {rows}) AS r(sid, pos, kind, revision, entry, view, digest) "
-                "JOIN ins ON ins.originator_id = 'plan:' || r.sid "
+                "r.digest FROM {rows} JOIN ins ON ins.originator_id = 'plan:' || r.sid "
                 "AND ins.originator_version = r.pos WHERE EXISTS (SELECT 1 FROM caught))"
             ).format(
                 table=sql.Identifier(schema, "planledger_plan_history"),
-                rows=values(
-                    n_history,
-                    "(%s::text, %s::bigint, %s::text, %s::bigint, %s::json, %s::json, %s::text)",
-                ),
+                rows=rows_from(2, counts[2], "sid, pos, kind, revision, entry, view, digest"),
             )
         )
-    if n_sessions:
+    if counts[3] != 0:
         parts.append(
             sql.SQL(
-                ", s AS (INSERT INTO {table} ({columns}) SELECT * FROM (VALUES {rows}) "
-                "AS r(sid, version, mode, opened_at, updated_at, source, parent, cwd) "
+                ", s AS (INSERT INTO {table} ({columns}) SELECT * FROM {rows} "
                 "WHERE EXISTS (SELECT 1 FROM caught) ON CONFLICT (session_id) DO UPDATE SET "
                 "version = excluded.version, mode = excluded.mode, "
                 "updated_at = excluded.updated_at WHERE {table}.version < excluded.version)"
             ).format(
                 table=sql.Identifier(schema, "planledger_sessions"),
                 columns=sql.SQL(SESSION_COLUMNS),
-                rows=values(
-                    n_sessions,
-                    "(%s::text, %s::bigint, %s::text, %s::text, %s::text, %s::text, %s::text, "
-                    "%s::text)",
+                rows=rows_from(
+                    3, counts[3], "sid, version, mode, opened_at, updated_at, source, parent, cwd"
                 ),
             )
         )

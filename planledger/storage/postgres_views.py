@@ -13,7 +13,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from planledger.storage.settings import POOL_TIMEOUT, DatabaseSettings, postgres_conninfo
 from planledger.storage.shares import PostgresShares, event_row_sql
-from planledger.storage.view_rows import COPY_HISTORY, SESSION_COLUMNS, ViewRows
+from planledger.storage.view_rows import COPY_HISTORY, SESSION_COLUMNS, ViewRows, columns
 from planledger.storage.views import ViewStore
 from projections.runner import Bounds, ShareReader
 
@@ -40,11 +40,6 @@ UPSERT_SESSIONS = (
     "ON CONFLICT (session_id) DO UPDATE SET version = excluded.version, mode = excluded.mode, "
     "updated_at = excluded.updated_at WHERE planledger_sessions.version < excluded.version"
 )
-
-
-def columns(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
-    """Rows as one list per column (each row's session_id is its own: one per statement)."""
-    return [list(column) for column in zip(*rows, strict=True)]
 
 
 class PostgresViewStore(ViewStore):

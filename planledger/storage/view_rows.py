@@ -98,6 +98,12 @@ def rows_of(changes: ViewChanges, stored: StoredAt) -> ViewRows:
     return rows
 
 
+def columns(rows: Sequence[Sequence[Any]], width: int = 0) -> list[list[Any]]:
+    """Rows as one list per column (`width` empty lists when there are no rows): how
+    PostgreSQL takes many rows in one statement of a fixed text (`unnest` of arrays)."""
+    return [list(column) for column in zip(*rows, strict=True)] if rows else [[]] * width
+
+
 def upsert_view(p: str) -> str:
     return (
         "INSERT INTO planledger_plan_views (session_id, version, position, revision, view) "

@@ -1,4 +1,5 @@
-"""`import_paths`, the API the hooks call: progress, idempotency past the ledger's window."""
+"""`import_paths`, the API the hooks call: progress, idempotency past the ledger's window, and
+large writes whose views are those a rebuild makes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from tests.rollouts import Rollout, plan_args
 
 
 def test_long_session_reimports_nothing_and_reports_progress(
-    sqlite_url: str, tmp_path: Path
+    database_url: str, tmp_path: Path
 ) -> None:
     rollout = Rollout("0199-long")
     for n in range(300):  # more than the 256 proposal ids the ledger keeps for retries
@@ -18,7 +19,7 @@ def test_long_session_reimports_nothing_and_reports_progress(
     path = rollout.write(tmp_path / "long.jsonl")
     progress: list[tuple[int, int]] = []
 
-    with open_planledger(sqlite_url, home=None) as service:
+    with open_planledger(database_url, home=None) as service:
         first = import_paths(service, "codex", [path], on_progress=lambda *p: progress.append(p))
         position = service.health().store_position
         again = import_paths(service, "codex", [tmp_path])
@@ -40,6 +41,12 @@ def test_long_session_reimports_nothing_and_reports_progress(
         assert (again.sessions[0].skipped, again.sessions[0].committed) == (300, 0)
         assert service.health().store_position == position
         assert service.plan("codex-0199-long").revision == 300
+        # One write of 600 events (on PostgreSQL, sent as column arrays) stored its views
+        # itself (the runner never had to catch up), and they are the ones a rebuild makes.
+        assert service.runner.position == 0
+        written = (service.plan("codex-0199-long"), service.history("codex-0199-long"))
+        service.runner.rebuild()
+        assert (service.plan("codex-0199-long"), service.history("codex-0199-long")) == written
     size = path.stat().st_size
     assert progress[-1] == (size, size)
     assert [done for done, _ in progress] == sorted(done for done, _ in progress)
