@@ -187,9 +187,10 @@ class Ledger(Application[str]):
         session = Session.open(session_aggregate_id(session_id), session_id, Mode(mode), origin)
         plan = Plan.create(plan_aggregate_id(session_id), session_id)
         try:
-            self._store(session, plan)
+            _, changes = self._store(session, plan)
         except IntegrityError:
             raise SessionExists(session_id) from None
+        self._checkin(plan, changes.views[session_id][1])  # the first proposal decides on it
         return session_view(session)
 
     def session_exists(self, session_id: str) -> bool:

@@ -626,3 +626,22 @@ def test_every_proposal_records_who_sent_it(
         "ci-bot",
         "alice",
     ]
+
+
+def test_the_first_proposal_after_opening_reads_nothing_back(ledger: PlanLedger) -> None:
+    """The plan a session was opened with is the one its first proposal is decided on (the
+    other process's write in between is still caught: see test_race)."""
+    reads: list[str] = []
+    repository = ledger.ledger.repository
+    get = repository.get
+
+    def counted(aggregate_id: str, *args: Any, **kwargs: Any) -> Any:
+        reads.append(aggregate_id)
+        return get(aggregate_id, *args, **kwargs)
+
+    repository.get = counted  # type: ignore[method-assign]
+    ledger.open_session("fresh")
+    decision = ledger.submit("fresh", strict(("a", "in_progress")))
+    assert decision.status == "committed" and decision.revision == 1
+    assert reads == []
+    assert ledger.plan("fresh") == decision.view
