@@ -239,13 +239,13 @@ def main(argv: list[str] | None = None) -> None:
         f"\n{'row':<25} {'median':>10} {'min':>10} {'max':>10} {'x base':>7} {'cpu us':>7} "
         f"{'bar':>8}  result"
     )
-    for name, r in rows.items():
-        ratio = f"{r['ratio_to_baseline']:.3f}" if r["ratio_to_baseline"] else "-"
-        cpu_us = f"{r['client_cpu_us']:.1f}" if r["client_cpu_us"] else "-"
-        bar = f"{r['bar']:,.0f}" if r["bar"] else "-"
-        verdict = {None: "", True: "pass", False: "FAIL"}[r["passed"]]
+    for name, f in rows.items():
+        ratio = f"{f['ratio_to_baseline']:.3f}" if f["ratio_to_baseline"] else "-"
+        cpu_us = f"{f['client_cpu_us']:.1f}" if f["client_cpu_us"] else "-"
+        bar = f"{f['bar']:,.0f}" if f["bar"] else "-"
+        verdict = {None: "", True: "pass", False: "FAIL"}[f["passed"]]
         print(
-            f"{name:<25} {r['median']:>10,.1f} {r['min']:>10,.1f} {r['max']:>10,.1f} "
+            f"{name:<25} {f['median']:>10,.1f} {f['min']:>10,.1f} {f['max']:>10,.1f} "
             f"{ratio:>7} {cpu_us:>7} {bar:>8}  {verdict}"
         )
     pairs = zip(rates["verify_unchained"], rates["verify"], strict=True)

@@ -82,7 +82,7 @@ class Sessions:
     """Session ids advancing one revision per call; a finished one is replaced (opened
     untimed through `open_session`)."""
 
-    def __init__(self, prefix: str, steps: int, open_session: Callable[[str], None]) -> None:
+    def __init__(self, prefix: str, steps: int, open_session: Callable[[str], object]) -> None:
         self.prefix, self.steps, self.open_session = prefix, steps, open_session
         self.count = 0
         self.ring: list[tuple[str, int]] = [self._new() for _ in range(RING)]
@@ -263,7 +263,12 @@ def variants(
         def act() -> Check:
             decision = service.submit(session_id, payload, client="http")
             view = service.plan_after(session_id, decision)
-            return lambda: (expect(decision.revision, revision), expect(view.revision, revision))
+
+            def check() -> None:
+                expect(decision.revision, revision)
+                expect(view.revision, revision)
+
+            return check
 
         return act
 

@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"round {r + 1}/{args.rounds}: {line}", flush=True)
         service.close()
     base = common.median(rates["bare_decode"])
-    figures = {
+    figures: dict[str, dict[str, Any]] = {
         name: {
             "events_per_s": common.spread(values),
             "rounds": [round(v) for v in values],

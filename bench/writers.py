@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
 from typing import Any
@@ -50,49 +51,64 @@ def plan(revision: int) -> dict[str, Any]:
     return {"title": "Bench plan", "expected_revision": revision - 1, "steps": steps}
 
 
-def ledger_writer(url: str, seconds: float, barrier: Barrier, counts: Any, slot: int) -> None:
-    service = open_planledger(url, home=None)
+def write_sessions(
+    seconds: float,
+    barrier: Barrier,
+    open_session: Callable[[str], object],
+    submit: Callable[[str, int], None],
+    closed: Callable[[str], None] = lambda sid: None,
+) -> int:
+    """After the barrier, for `seconds`: open a session, submit its revisions 1-6 (each
+    checked by `submit`), `closed(session)`, and again; returns how many were submitted."""
     prefix = uuid.uuid4().hex[:8]
-    sessions = 0
+    sessions = done = 0
     barrier.wait()
-    done, deadline = 0, time.monotonic() + seconds
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         sid = f"w{prefix}-{sessions}"
         sessions += 1
-        service.open_session(sid)
+        open_session(sid)
         for revision in range(1, 7):
-            decision = service.submit(sid, plan(revision))
-            assert decision.status == "committed", decision
+            submit(sid, revision)
             done += 1
             if time.monotonic() >= deadline:
                 break
-    counts[slot] = done
+        closed(sid)
+    return done
+
+
+def ledger_writer(url: str, seconds: float, barrier: Barrier, counts: Any, slot: int) -> None:
+    service = open_planledger(url, home=None)
+
+    def submit(sid: str, revision: int) -> None:
+        decision = service.submit(sid, plan(revision))
+        assert decision.status == "committed", decision
+
+    counts[slot] = write_sessions(seconds, barrier, service.open_session, submit)
     service.close()
 
 
 def http_writer(ports: str, seconds: float, barrier: Barrier, counts: Any, slot: int) -> None:
     """Writer `slot` posts to one of the two servers, its sessions alternating between them;
-    each answer is checked on the other server (a writer reads its write on any server)."""
+    each session's plan is then read from the other server (a writer reads its write on any
+    server)."""
     servers = [Http(int(port)) for port in ports.split(",")]
-    prefix = uuid.uuid4().hex[:8]
-    sessions = 0
-    barrier.wait()
-    done, deadline = 0, time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        sid = f"h{prefix}-{sessions}"
-        here, there = servers[(slot + sessions) % 2], servers[(slot + sessions + 1) % 2]
-        sessions += 1
-        status, body = here.post("/sessions", {"session_id": sid})
+    turn = [slot]  # the session's server: servers[turn % 2]; the other reads it back
+
+    def open_session(sid: str) -> None:
+        turn[0] += 1
+        status, body = servers[turn[0] % 2].post("/sessions", {"session_id": sid})
         assert status == 201, (status, body)
-        for revision in range(1, 7):
-            status, body = here.post(f"/sessions/{sid}/plan", plan(revision))
-            assert status == 200 and json.loads(body)["status"] == "committed", (status, body)
-            done += 1
-            if time.monotonic() >= deadline:
-                break
-        status, body = there.get(f"/sessions/{sid}/plan")
+
+    def submit(sid: str, revision: int) -> None:
+        status, body = servers[turn[0] % 2].post(f"/sessions/{sid}/plan", plan(revision))
+        assert status == 200 and json.loads(body)["status"] == "committed", (status, body)
+
+    def closed(sid: str) -> None:
+        status, body = servers[(turn[0] + 1) % 2].get(f"/sessions/{sid}/plan")
         assert status == 200 and json.loads(body)["revision"] >= 1, (status, body)
-    counts[slot] = done
+
+    counts[slot] = write_sessions(seconds, barrier, open_session, submit, closed)
     for client in servers:
         client.close()
 
@@ -129,7 +145,7 @@ def measure(target: Any, arg: str, writers: int, seconds: float) -> float:
         if process.exitcode:
             raise SystemExit(f"a writer exited {process.exitcode}")
     elapsed = max(seconds, time.monotonic() - started)
-    return sum(counts) / elapsed
+    return float(sum(counts[:])) / elapsed
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,7 +35,7 @@ from projections.shapes import PlanView
 VIEWS = "views"  # tracking name of the database views (plan view + history)
 # A rebuild of at least this many events spreads its decoding and folding over one forked
 # worker process per core (at most MAX_WORKERS), in batches of FORKED_BATCH events; below it,
-# forking costs more than it saves. A worker holds the views of its sessions: past
+# forking costs more than it saves. A worker holds the facts of its sessions: past
 # MAX_WORKER_SESSIONS of them, the rebuild goes on in this process (memory stays bounded).
 # (Batches of 10k events: each batch waits for its slowest worker; on the bulk bench's store
 # 10k rebuilt 7% faster than 2k on SQLite and 11% on PostgreSQL, for about 15 MB a batch.)
@@ -142,12 +142,12 @@ def event_rows(rows: Sequence[tuple[Any, ...]]) -> list[EventRow]:
 @dataclass
 class FoldState:
     """What a fold worker keeps between batches: how it reads its share of the events, the
-    last chain of each plan stream, the views of its sessions, the rules' facts of their
-    plans, and which of them broke a rule."""
+    last chain of each plan stream, the rules' facts of its sessions' plans (a worker folds
+    them from their first event: it needs no view to start from), and which of them broke a
+    rule."""
 
     reader: ShareReader | None = None
     chains: dict[str, str | None] = field(default_factory=dict)
-    views: dict[str, PlanView] = field(default_factory=dict)
     plans: dict[str, PlanState] = field(default_factory=dict)
     broken: set[str] = field(default_factory=set)
 
@@ -155,7 +155,7 @@ class FoldState:
 @dataclass
 class FoldedPart:
     """A worker's share of a batch: its rows, the sessions found corrupt, and whether it now
-    holds too many views to go on."""
+    holds too many sessions to go on."""
 
     rows: Any
     corrupt: list[tuple[str, int, str, str]]  # session_id, position, rule, detail
@@ -361,7 +361,7 @@ class ProjectionRunner:
 
     def _fold_part(self, state: FoldState, share: tuple[int, int, int]) -> FoldedPart:
         """In a worker: its share (after, upto, share) of a batch read and folded onto the
-        views it holds."""
+        facts it holds."""
         assert state.reader is not None
         part = state.reader.read(*share)
         batch, chains, touched = [], state.chains, set()
@@ -371,18 +371,15 @@ class ProjectionRunner:
                 chains[o] = c
                 touched.add(o[5:])
             batch.append(EventRow(i, o, v, t, d if type(d) is bytes else bytes(d), c, p))
-        views = {sid: state.views.get(sid) for sid in touched}
         broken = sorted(touched & state.broken)
-        changes, stored = self._fold(batch, views, broken, state.plans)
-        for session_id, (_, view) in changes.views.items():
-            state.views[session_id] = view
+        changes, stored = self._fold(batch, {}, broken, state.plans)
         state.broken.update(changes.corrupt)
         corrupt = [
             (sid, error.position, error.rule, error.detail)
             for sid, error in changes.corrupt.items()
         ]
         rows = self.store.batch_rows(changes, stored)
-        return FoldedPart(rows, corrupt, len(state.views) > MAX_WORKER_SESSIONS)
+        return FoldedPart(rows, corrupt, len(state.chains) > MAX_WORKER_SESSIONS)
 
     # -- waiting ------------------------------------------------------------------------------
 
