@@ -53,6 +53,15 @@ def folded(originator_id: str, topic: str) -> bool:
     return not originator_id.startswith("session:") or topic in SESSION_TOPICS
 
 
+def applied(row: EventRow, loaded: Mapping[str, LoadedView]) -> bool:
+    """Whether a plan event is in its session's stored view already (its writer stored the
+    view with it: the view's version is at or past it)."""
+    if not row.originator_id.startswith("plan:"):
+        return False
+    view = loaded.get(row.originator_id[5:])
+    return view is not None and row.originator_version <= view.version
+
+
 class StaleBatch(Exception):
     """Another runner moved the tracking position first; re-read and try again."""
 
@@ -220,8 +229,10 @@ class ProjectionRunner:
             sid: loaded[sid].view if sid in loaded else None for sid in touched
         }
         corrupt = [sid for sid, view in loaded.items() if view.corrupt]
-        changes, stored = self._fold(batch, views, corrupt)
         reached = batch[-1].id
+        if loaded:  # events whose writers stored their views with them: already applied
+            batch = [row for row in batch if not applied(row, loaded)]
+        changes, stored = self._fold(batch, views, corrupt)
         self.store.write_batch(position, reached, changes, stored)
         self.corrupt.update(changes.corrupt)
         return reached
@@ -412,7 +423,7 @@ class ProjectionRunner:
             if (
                 self.workers > 1
                 and can_fork()
-                and self.store.max_notification_id() >= PARALLEL_MIN_EVENTS
+                and self.store.batch_bounds(0, PARALLEL_MIN_EVENTS)[0] >= PARALLEL_MIN_EVENTS
             ):
                 self._rebuild_forked(on_batch)  # resets the views first
             else:

@@ -48,7 +48,10 @@ if TYPE_CHECKING:  # (cryptography is imported by the commands that sign or chec
     from planledger.service.tokens import Grant, NewToken, TokenInfo
 
 FEED_BATCH = 500
-CHECK_INTERVAL = 0.25  # seconds between checks that the views are not behind the store
+# Seconds between catch-ups of a long-running process's runner, which moves the views'
+# position past the events that writers stored with their views (and applies those stored
+# without): the live feed and the plan.json files follow that position.
+CHECK_INTERVAL = 0.05
 
 
 @dataclass(frozen=True)
@@ -389,6 +392,8 @@ class PlanLedger:
         self, after: int, session_id: str | None = None, limit: int = FEED_BATCH
     ) -> list[FeedEvent]:
         """The feed's events after store position `after`, without waiting."""
+        if self._signal is None:  # no follower moves the views' position: catch up here
+            self._catch_up_if_behind()
         return [
             FeedEvent(
                 store_position=position,
@@ -414,8 +419,9 @@ class PlanLedger:
     # -- plumbing ---------------------------------------------------------------------------
 
     def catch_up(self) -> int:
-        """Bring the views up to the store (they are behind only after a rebuild, a schema
-        change, or events written without views); returns the position reached."""
+        """Bring the views and their position up to the store (the views are behind only
+        after a rebuild, a schema change, or events written without views; on PostgreSQL
+        writers leave the position to the runner); returns the position reached."""
         with self._runner_lock:
             return self.runner.catch_up()
 
@@ -475,10 +481,11 @@ class PlanLedger:
                 unchecked = False
 
                 def wait_for_change(timeout: float) -> bool:
-                    # Writers keep the views up to date; the check for views left behind
-                    # (a writer that died before catching them up) runs at most once per
-                    # CHECK_INTERVAL, not once per commit.
+                    # At most one catch-up per CHECK_INTERVAL, not one per commit.
                     nonlocal checked_at, unchecked
+                    if unchecked:  # a change not caught up yet: wait no longer than that
+                        left = checked_at + CHECK_INTERVAL - time.monotonic()
+                        timeout = max(0.0, min(timeout, left))
                     changed = store.wait_for_events(timeout)
                     if changed or unchecked:
                         now = time.monotonic()

@@ -1,10 +1,13 @@
-"""The PostgreSQL write path: the library's EXCLUSIVE table lock (insert order is commit order)
-and notification (it wakes followers), but BEGIN, the lock, one INSERT-with-views statement
-(which also notifies) and COMMIT go to the server in one pipeline sync. The library's stock
-path syncs three times, sends rows as a text-encoded array and runs two more statements (SET
-LOCAL lock_timeout, to its default of no timeout, and NOTIFY): bench/commit_rate.py, variant c
-against c_stock. A duplicate (originator_id, originator_version) still raises the library's
-IntegrityError.
+"""The PostgreSQL write path, with no table lock: writers of different sessions never wait for
+each other. Each event's store position (notification_id) is its transaction's id shifted left
+by ID_BITS plus its place in the write, so positions follow the order in which transactions
+started writing; readers of the store-wide order only read below the oldest transaction still
+in flight (planledger.storage.horizon), so no reader passes a row that commits later. A
+session's views are stored with its events when its view is at the event before them (per
+session: no store-wide row is written); the projection runner moves the tracking position.
+BEGIN, one INSERT-with-views statement, COMMIT and a NOTIFY of its own go to the server in one
+pipeline sync. A duplicate (originator_id, originator_version) still raises the library's
+IntegrityError: two writers of one revision never both commit.
 """
 
 from __future__ import annotations
@@ -18,9 +21,9 @@ from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg import sql
 
+from planledger.storage.horizon import MAX_EVENTS_PER_WRITE, XACT_BASE
 from planledger.storage.recorder import InlineViews
 from planledger.storage.scan import ChainedEvent
-from planledger.storage.schema import VIEWS
 from planledger.storage.view_rows import SESSION_COLUMNS, ViewRows, columns, rows_of
 
 
@@ -38,6 +41,8 @@ class OneTripPostgresRecorder(PostgresApplicationRecorder):
     ) -> Sequence[int] | None:
         if not stored_events:
             return []
+        if len(stored_events) > MAX_EVENTS_PER_WRITE:
+            raise ValueError(f"at most {MAX_EVENTS_PER_WRITE} events in one write")
         states = {(str(e.originator_id), e.originator_version): e.state for e in stored_events}
         rows = (
             rows_of(views.changes, lambda *key: (None, states.get(key)))
@@ -45,12 +50,17 @@ class OneTripPostgresRecorder(PostgresApplicationRecorder):
             else ViewRows()
         )
         tables = [
-            [(e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events]
+            [
+                (e.originator_id, e.originator_version, e.topic, e.state, n)
+                for n, e in enumerate(stored_events)
+            ]
         ]
         if views is not None:
-            # views (session_id, version, position, revision, view); history (session_id,
-            # position, _, kind, revision, entry, view, digest); sessions as they are
-            tables.append([(r[0], r[1], r[3], r[4]) for r in rows.views])
+            # views (session_id, version before, version, revision, view); history
+            # (session_id, position, _, kind, revision, entry, view, digest); sessions as
+            # they are
+            before = first_versions(stored_events)
+            tables.append([(r[0], before[r[0]], r[1], r[3], r[4]) for r in rows.views])
             tables.append([(r[0], r[1], *r[3:]) for r in rows.history])
             tables.append(list(rows.sessions))
         shape = tuple(len(table) for table in tables)
@@ -65,7 +75,7 @@ class OneTripPostgresRecorder(PostgresApplicationRecorder):
         error: Exception | None = None
         result: list[tuple[int, int]] = []
         with self.datastore.get_connection() as conn:
-            preamble, insert = self._statements(conn, shape)
+            preamble, insert, notify = self._statements(conn, shape)
             with conn.cursor() as head, conn.cursor(row_factory=psycopg.rows.tuple_row) as cur:
                 try:
                     # Leaving the pipeline block sends the one sync and reads every result.
@@ -74,6 +84,11 @@ class OneTripPostgresRecorder(PostgresApplicationRecorder):
                             head.execute(statement, prepare=True)
                         cur.execute(insert, params, prepare=True)
                         head.execute(b"COMMIT", prepare=True)
+                        # Followers are woken by a transaction of its own: a transaction that
+                        # notifies holds a database-wide lock from its commit's start to its
+                        # end, WAL flush included, so writers that notified would commit one
+                        # at a time. (Skipped, like COMMIT, when a statement before failed.)
+                        head.execute(notify, prepare=True)
                     result = cur.fetchall()
                 except Exception as caught:  # re-raised below, after the pipeline closed
                     error = caught
@@ -83,8 +98,8 @@ class OneTripPostgresRecorder(PostgresApplicationRecorder):
                 ):
                     conn.rollback()
                 raise error  # get_connection() turns psycopg errors into the library's
-        if views is not None:
-            views.applied = bool(result) and bool(result[0][1])
+        if views is not None:  # every session's views stored with its events
+            views.applied = bool(result) and result[0][1] == len(tables[1])
         return [row[0] for row in result]
 
     def select_chained(self, originator_id: str) -> list[ChainedEvent]:
@@ -101,22 +116,20 @@ class OneTripPostgresRecorder(PostgresApplicationRecorder):
             rows: list[Any] = cursor.execute(statement, (originator_id,)).fetchall()
         return [ChainedEvent(o, v, t, bytes(s), h) for o, v, t, s, h in rows]
 
-    def _statements(self, conn: Any, shape: tuple[int, ...]) -> tuple[list[bytes], bytes]:
-        """BEGIN and lock, and the INSERT-with-views statement for this shape of write,
-        rendered once as bytes (psycopg would otherwise compose it on every execute)."""
-        cache: dict[tuple[int, ...], tuple[list[bytes], bytes]] = self.__dict__.setdefault(
+    def _statements(self, conn: Any, shape: tuple[int, ...]) -> tuple[list[bytes], bytes, bytes]:
+        """BEGIN, the INSERT-with-views statement for this shape of write and the NOTIFY,
+        rendered once as bytes (psycopg would otherwise compose them on every execute)."""
+        cache: dict[tuple[int, ...], tuple[list[bytes], bytes, bytes]] = self.__dict__.setdefault(
             "_rendered", {}
         )
         rendered = cache.get(shape)
         if rendered is None:
-            lock = sql.SQL("LOCK TABLE {0} IN EXCLUSIVE MODE").format(
-                sql.Identifier(self.datastore.schema, self.events_table_name)
-            )
-            preamble = [b"BEGIN", lock.as_bytes(conn)]
+            preamble = [b"BEGIN"]
             statement = insert_with_views(
-                self.datastore.schema, self.events_table_name, shape, self.channel_name
+                self.datastore.schema, self.events_table_name, shape
             ).as_bytes(conn)
-            rendered = cache[shape] = (preamble, statement)
+            notify = sql.SQL("SELECT pg_notify({0}, '')").format(sql.Literal(self.channel_name))
+            rendered = cache[shape] = (preamble, statement, notify.as_bytes(conn))
         return rendered
 
 
@@ -129,8 +142,8 @@ ARRAYS_FROM = 64
 ARRAYS = -1  # the count of a table in the shape of a write sent as arrays
 # The column types of the events, views, history and sessions rows.
 TYPES = (
-    ("text", "bigint", "text", "bytea"),
-    ("text", "bigint", "bigint", "json"),
+    ("text", "bigint", "text", "bytea", "bigint"),
+    ("text", "bigint", "bigint", "bigint", "json"),
     ("text", "bigint", "text", "bigint", "json", "json", "text"),
     ("text", "bigint", "text", "text", "text", "text", "text", "text"),
 )
@@ -147,55 +160,72 @@ def rows_from(table: int, count: int | None, names: str) -> sql.Composable:
     return sql.SQL(f"(VALUES {', '.join([row + ')'] * count)}) AS r({names})")
 
 
-def insert_with_views(
-    schema: str, events_table: str, shape: tuple[int, ...], channel: str
-) -> sql.Composable:
-    """One statement: insert the events and notify `channel`; if the views had reached the
-    last event before them, upsert the changed views, insert the history rows (store positions
-    from the insert), upsert the sessions and move the tracking position. `shape`: how many
-    rows of each table are sent (events, then views, history and sessions when the views are
-    written), each ARRAYS for a large write sent as arrays. Returns
-    (notification_id, views_applied) per event."""
+def first_versions(stored_events: Sequence[StoredEvent]) -> dict[str, int]:
+    """The version before the first of each plan stream's events in a write, by session id
+    (its view must be at that version for the write to store the session's views)."""
+    before: dict[str, int] = {}
+    for event in stored_events:
+        originator = str(event.originator_id)
+        if originator.startswith("plan:"):
+            session_id = originator[5:]
+            version = event.originator_version - 1
+            before[session_id] = min(before.get(session_id, version), version)
+    return before
+
+
+def insert_with_views(schema: str, events_table: str, shape: tuple[int, ...]) -> sql.Composable:
+    """One statement: insert the events (their store positions in their transaction's range,
+    planledger.storage.horizon); then, for each session whose view is at
+    the event before its first one here (or that is new), upsert its view, insert its history
+    rows (store positions from the insert), and upsert the session rows of sessions that have
+    one (or are new). `shape`: how many rows of each table are sent (events, then views,
+    history and sessions when the views are written), each ARRAYS for a large write sent as
+    arrays. Returns (notification_id, sessions whose views were stored) per event."""
     counts = [None if count == ARRAYS else count for count in shape]
     events = sql.Identifier(schema, events_table)
-    # A one-row join: pg_notify runs once per statement (and PostgreSQL sends one notification
-    # per channel and transaction, at commit, as NOTIFY would).
-    notify = sql.SQL("(SELECT pg_notify({0}, '')) AS notified").format(sql.Literal(channel))
-    # Rows are inserted in the order sent: the events get their ids (and chains) in it.
     insert = sql.SQL(
-        "INSERT INTO {events} (originator_id, originator_version, topic, state) SELECT * FROM "
-        "{rows} "
-    ).format(events=events, rows=rows_from(0, counts[0], "o, v, t, s"))
+        "INSERT INTO {events} (notification_id, originator_id, originator_version, topic, state) "
+        "SELECT {base} + r.n, r.o, r.v, r.t, r.s FROM {rows} "
+    ).format(events=events, base=sql.SQL(XACT_BASE), rows=rows_from(0, counts[0], "o, v, t, s, n"))
     if len(counts) == 1:  # a plain insert (the library's contract tests use it so)
         return sql.SQL(
             "WITH ins AS ({insert}RETURNING notification_id) "
-            "SELECT notification_id, 0 FROM ins, {notify} ORDER BY notification_id"
-        ).format(insert=insert, notify=notify)
-    parts: list[sql.Composable] = [
-        sql.SQL(
-            "WITH ins AS ({insert}RETURNING notification_id, originator_id, originator_version), "
-            "caught AS (UPDATE {tracking} SET position = (SELECT max(notification_id) FROM ins) "
-            "WHERE projection = {views} AND position = "
-            "(SELECT COALESCE(max(notification_id), 0) FROM {events}) RETURNING 1)"
-        ).format(
-            insert=insert,
-            events=events,
-            tracking=sql.Identifier(schema, "planledger_tracking"),
-            views=sql.Literal(VIEWS),
+            "SELECT notification_id, 0 FROM ins ORDER BY notification_id"
+        ).format(insert=insert)
+    views = sql.Identifier(schema, "planledger_plan_views")
+    if counts[1] == 0:  # no plan events: no session's views to store
+        head = sql.SQL(
+            "WITH ins AS ({insert}RETURNING notification_id), "
+            "ok AS (SELECT NULL::text AS sid LIMIT 0)"
         )
-    ]
-    if counts[1] != 0:
+        parts: list[sql.Composable] = [head.format(insert=insert)]
+    else:
+        parts = [
+            sql.SQL(
+                "WITH ins AS ({insert}RETURNING notification_id, originator_id, "
+                "originator_version), "
+                "vr AS (SELECT * FROM {rows}), "
+                # The sessions whose views this write stores: those whose view is at the event
+                # before (a concurrent runner only ever writes an earlier one), and new ones.
+                "ok AS (SELECT vr.sid FROM vr LEFT JOIN {views} p ON p.session_id = vr.sid "
+                "WHERE (p.session_id IS NULL AND vr.before = 0) "
+                "OR (p.version = vr.before AND p.corrupt IS NULL))"
+            ).format(
+                insert=insert,
+                rows=rows_from(1, counts[1], "sid, before, version, revision, view"),
+                views=views,
+            )
+        ]
         parts.append(
             sql.SQL(
-                ", v AS (INSERT INTO {table} (session_id, version, position, revision, view) "
-                "SELECT r.sid, r.version, (SELECT max(notification_id) FROM ins), r.revision, "
-                "r.view FROM {rows} WHERE EXISTS (SELECT 1 FROM caught) "
+                ", v AS (INSERT INTO {views} (session_id, version, position, revision, view) "
+                "SELECT vr.sid, vr.version, (SELECT max(notification_id) FROM ins WHERE "
+                "ins.originator_id = 'plan:' || vr.sid), vr.revision, vr.view FROM vr "
+                "JOIN ok ON ok.sid = vr.sid "
                 "ON CONFLICT (session_id) DO UPDATE SET version = excluded.version, "
-                "position = excluded.position, revision = excluded.revision, view = excluded.view)"
-            ).format(
-                table=sql.Identifier(schema, "planledger_plan_views"),
-                rows=rows_from(1, counts[1], "sid, version, revision, view"),
-            )
+                "position = excluded.position, revision = excluded.revision, view = excluded.view "
+                "WHERE {views}.version < excluded.version)"
+            ).format(views=views)
         )
     if counts[2] != 0:
         parts.append(
@@ -204,21 +234,26 @@ def insert_with_views(
                 "(session_id, position, notification_id, kind, revision, entry, view, digest) "
                 "SELECT r.sid, r.pos, ins.notification_id, r.kind, r.revision, r.entry, r.view, "
                 "r.digest FROM {rows} JOIN ins ON ins.originator_id = 'plan:' || r.sid "
-                "AND ins.originator_version = r.pos WHERE EXISTS (SELECT 1 FROM caught))"
+                "AND ins.originator_version = r.pos JOIN ok ON ok.sid = r.sid)"
             ).format(
                 table=sql.Identifier(schema, "planledger_plan_history"),
                 rows=rows_from(2, counts[2], "sid, pos, kind, revision, entry, view, digest"),
             )
         )
     if counts[3] != 0:
+        sessions = sql.Identifier(schema, "planledger_sessions")
         parts.append(
             sql.SQL(
                 ", s AS (INSERT INTO {table} ({columns}) SELECT * FROM {rows} "
-                "WHERE EXISTS (SELECT 1 FROM caught) ON CONFLICT (session_id) DO UPDATE SET "
+                # A new session's row, or a newer state of a row there (opened_at and the
+                # origin are only ever written by the row's insert).
+                "WHERE r.version = 1 "
+                "OR EXISTS (SELECT 1 FROM {table} x WHERE x.session_id = r.sid) "
+                "ON CONFLICT (session_id) DO UPDATE SET "
                 "version = excluded.version, mode = excluded.mode, "
                 "updated_at = excluded.updated_at WHERE {table}.version < excluded.version)"
             ).format(
-                table=sql.Identifier(schema, "planledger_sessions"),
+                table=sessions,
                 columns=sql.SQL(SESSION_COLUMNS),
                 rows=rows_from(
                     3, counts[3], "sid, version, mode, opened_at, updated_at, source, parent, cwd"
@@ -227,8 +262,7 @@ def insert_with_views(
         )
     parts.append(
         sql.SQL(
-            " SELECT notification_id, (SELECT count(*) FROM caught) FROM ins, {notify} "
-            "ORDER BY notification_id"
-        ).format(notify=notify)
+            " SELECT notification_id, (SELECT count(*) FROM ok) FROM ins ORDER BY notification_id"
+        )
     )
     return sql.Composed(parts)

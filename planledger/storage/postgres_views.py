@@ -11,9 +11,16 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from planledger.storage.horizon import HORIZON
 from planledger.storage.settings import POOL_TIMEOUT, DatabaseSettings, postgres_conninfo
 from planledger.storage.shares import PostgresShares, event_row_sql
-from planledger.storage.view_rows import COPY_HISTORY, SESSION_COLUMNS, ViewRows, columns
+from planledger.storage.view_rows import (
+    COPY_HISTORY,
+    HISTORY_COLUMNS,
+    SESSION_COLUMNS,
+    ViewRows,
+    columns,
+)
 from planledger.storage.views import ViewStore
 from projections.runner import Bounds, ShareReader
 
@@ -25,13 +32,19 @@ UPSERT_VIEWS = (
     "INSERT INTO planledger_plan_views (session_id, version, position, revision, view) "
     "SELECT * FROM unnest(%b::text[], %b::bigint[], %b::bigint[], %b::bigint[], %b::json[]) "
     "ON CONFLICT (session_id) DO UPDATE SET version = excluded.version, "
-    "position = excluded.position, revision = excluded.revision, view = excluded.view"
+    "position = excluded.position, revision = excluded.revision, view = excluded.view "
+    "WHERE planledger_plan_views.version < excluded.version"
 )
 MARK_CORRUPT = (
     "INSERT INTO planledger_plan_views (session_id, version, position, revision, view, "
     "corrupt) SELECT s, v, p, 0, w, c FROM unnest(%b::text[], %b::bigint[], %b::bigint[], "
     "%b::json[], %b::json[]) AS r(s, v, p, w, c) ON CONFLICT (session_id) DO UPDATE SET "
     "corrupt = excluded.corrupt, position = excluded.position"
+)
+INSERT_HISTORY = (
+    f"INSERT INTO planledger_plan_history ({HISTORY_COLUMNS}) SELECT * FROM unnest(%b::text[], "
+    "%b::bigint[], %b::bigint[], %b::text[], %b::bigint[], %b::json[], %b::json[], %b::text[]) "
+    "ON CONFLICT (session_id, position) DO NOTHING"
 )
 UPSERT_SESSIONS = (
     f"INSERT INTO planledger_sessions ({SESSION_COLUMNS}) "
@@ -43,6 +56,8 @@ UPSERT_SESSIONS = (
 
 
 class PostgresViewStore(ViewStore):
+    settled = f"notification_id < {HORIZON}"
+
     def __init__(self, database: DatabaseSettings) -> None:
         super().__init__(database)
         env = database.env
@@ -88,9 +103,14 @@ class PostgresViewStore(ViewStore):
                 if table:
                     cursor.execute(statement, columns(table))
             if rows.history:
-                with cursor.copy(COPY_HISTORY) as copy:
-                    for row in rows.history:
-                        copy.write_row(row)
+                try:
+                    with self.conn.transaction(), cursor.copy(COPY_HISTORY) as copy:
+                        for row in rows.history:  # (in a savepoint)
+                            copy.write_row(row)
+                except psycopg.errors.UniqueViolation:
+                    # A writer stored some of these with their events (a new session's, while
+                    # a rebuild had reset the views): the others, one statement.
+                    cursor.execute(INSERT_HISTORY, columns(rows.history))
             if rows.sessions:
                 cursor.execute(UPSERT_SESSIONS, columns(rows.sessions))
 
@@ -139,56 +159,38 @@ class PostgresViewStore(ViewStore):
             yield
 
     def read_event_rows(self, after: int, limit: int) -> list[tuple[Any, ...]]:
-        # SHARE mode waits for every transaction that is still inserting (they hold ROW
-        # EXCLUSIVE or the library's EXCLUSIVE lock) and keeps new inserts out while we read:
-        # so no event with a lower notification id can commit after we have passed it. On a
-        # reader's connection, in binary (the states arrive as they are stored, not
-        # hex-encoded).
+        # Below the horizon only (planledger.storage.horizon): no event with a lower position
+        # can commit after we have passed it. In binary (the states arrive as they are
+        # stored, not hex-encoded).
         def read(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
-            with conn.transaction():
-                conn.execute(f"LOCK TABLE {self.events_table} IN SHARE MODE")
-                return (
-                    conn.cursor(binary=True)
-                    .execute(
-                        f"{event_row_sql(self.events_table, 'notification_id')} "
-                        "WHERE e.notification_id > %s ORDER BY e.notification_id LIMIT %s",
-                        (after, limit),
-                    )
-                    .fetchall()
+            return (
+                conn.cursor(binary=True)
+                .execute(
+                    f"{event_row_sql(self.events_table, 'notification_id')} "
+                    f"WHERE e.notification_id > %s AND e.notification_id < {HORIZON} "
+                    "ORDER BY e.notification_id LIMIT %s",
+                    (after, limit),
                 )
+                .fetchall()
+            )
 
         return self._on_reader(read)
 
     def chain_heads(self, position: int | None = None) -> tuple[int, list[tuple[Any, ...]]]:
         def read(conn: psycopg.Connection[Any]) -> tuple[int, list[tuple[Any, ...]]]:
-            at = position
-            if at is None:
-                with conn.transaction():
-                    # (as read_event_rows: held only to read the last position, so that no
-                    # event below it is still in flight; later ones all get higher ids)
-                    conn.execute(f"LOCK TABLE {self.events_table} IN SHARE MODE")
-                    found = conn.execute(
-                        f"SELECT COALESCE(MAX(notification_id), 0) FROM {self.events_table}"
-                    ).fetchone()
-                    at = int(found[0]) if found else 0
+            at = self.max_notification_id() if position is None else position
             return at, conn.execute(self.heads_sql(), (at,)).fetchall()
 
         return self._on_reader(read)
 
     def batch_bounds(self, after: int, limit: int) -> Bounds:
-        def read(conn: psycopg.Connection[Any]) -> Bounds:
-            with conn.transaction():
-                conn.execute(f"LOCK TABLE {self.events_table} IN SHARE MODE")  # as above
-                row = conn.execute(
-                    "SELECT count(*), COALESCE(max(notification_id), %s) FROM (SELECT "
-                    f"notification_id FROM {self.events_table} WHERE notification_id > %s "
-                    "ORDER BY notification_id LIMIT %s) AS batch",
-                    (after, after, limit),
-                ).fetchone()
-            assert row is not None
-            return int(row[0]), int(row[1])
-
-        return self._on_reader(read)
+        row = self._query(
+            "SELECT count(*), COALESCE(max(notification_id), %s) FROM (SELECT "
+            f"notification_id FROM {self.events_table} WHERE notification_id > %s "
+            f"AND notification_id < {HORIZON} ORDER BY notification_id LIMIT %s) AS batch",
+            (after, after, limit),
+        )[0]
+        return int(row[0]), int(row[1])
 
     def share_reader(self, count: int, session_topics: Collection[str]) -> ShareReader:
         return PostgresShares(self.conninfo, self.events_table, count, session_topics)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from planledger.storage.chain_schema import postgres_chain_setup, sqlite_chain_setup
+from planledger.storage.horizon import postgres_positions_setup
 from planledger.storage.settings import DatabaseSettings, postgres_conninfo
 
 # Bump when a view table changes shape: the views are dropped and rebuilt from the events.
@@ -26,7 +27,9 @@ from planledger.storage.settings import DatabaseSettings, postgres_conninfo
 #    revision.
 # 6: events carry their hash chain (chained once by the migration), checkpoints are kept
 #    (planledger.storage.chain_schema).
-SCHEMA_VERSION = 6
+# 7: PostgreSQL: new events' store positions come from their transaction's id (writers take no
+#    table lock: planledger.storage.horizon).
+SCHEMA_VERSION = 7
 ADVISORY_LOCK_KEY = 7_310_423_118  # arbitrary, constant: "planledger schema set-up"
 VIEWS = "views"
 
@@ -125,6 +128,7 @@ def ensure_postgres_schema(
                     conn.execute(f'DROP TABLE IF EXISTS "{schema}".{table}')
                 conn.execute(f'SET LOCAL search_path TO "{schema}"')
                 postgres_chain_setup(conn, schema)
+                postgres_positions_setup(conn, f'"{schema}".planledger_events')
                 # `json` keeps the text as sent: no SQL looks inside it, and `jsonb` cost a
                 # parse into its binary form on every write and back to text on every read.
                 for statement in view_ddl("JSON"):

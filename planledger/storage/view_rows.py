@@ -109,7 +109,8 @@ def upsert_view(p: str) -> str:
         "INSERT INTO planledger_plan_views (session_id, version, position, revision, view) "
         f"VALUES ({p}, {p}, {p}, {p}, {p}) ON CONFLICT (session_id) DO UPDATE SET "
         "version = excluded.version, position = excluded.position, "
-        "revision = excluded.revision, view = excluded.view"
+        "revision = excluded.revision, view = excluded.view "
+        "WHERE planledger_plan_views.version < excluded.version"
     )
 
 

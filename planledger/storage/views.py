@@ -34,6 +34,9 @@ class ViewStore(ABC):
 
     placeholder = "%s"
     events_table = ""
+    # Which events a reader of the store-wide order may pass: all committed ones here (SQLite
+    # writers commit one at a time); on PostgreSQL those below the horizon.
+    settled = "1 = 1"
     id_column = "notification_id"
     for_update = " FOR UPDATE"  # lock the tracking row for the batch's transaction
 
@@ -105,8 +108,15 @@ class ViewStore(ABC):
 
     def max_notification_id(self) -> int:
         with self.lock:
-            rows = self._execute(f"SELECT MAX({self.id_column}) FROM {self.events_table}")
+            rows = self._execute(
+                f"SELECT MAX({self.id_column}) FROM {self.events_table} WHERE {self.settled}"
+            )
         return int(rows[0][0] or 0)
+
+    def event_count(self) -> int:
+        """How many events the store holds (those a reader may pass)."""
+        rows = self._query(f"SELECT COUNT(*) FROM {self.events_table} WHERE {self.settled}")
+        return int(rows[0][0])
 
     def mark_corrupt(self, session_id: str, mark: CorruptMark) -> None:
         """Record that the session's history breaks a rule (found by verify)."""
@@ -121,7 +131,7 @@ class ViewStore(ABC):
         """(position the views have reached, last store position): equal when up to date."""
         rows = self._query(
             "SELECT (SELECT position FROM planledger_tracking WHERE projection = 'views'), "
-            f"(SELECT MAX({self.id_column}) FROM {self.events_table})"
+            f"(SELECT MAX({self.id_column}) FROM {self.events_table} WHERE {self.settled})"
         )
         return int(rows[0][0] or 0), int(rows[0][1] or 0)
 
@@ -349,11 +359,18 @@ class ViewStore(ABC):
         each commit's with the plan it left (None when its event changed since: never shown
         unchecked), read back from its event with `decoder`."""
         p = self.placeholder
+        # Up to the views' position only: a row below it never appears later (past it, a
+        # writer's rows may commit before those of another still in flight).
+        reached = (
+            "h.notification_id <= (SELECT position FROM planledger_tracking "
+            f"WHERE projection = '{VIEWS}')"
+        )
         if session_id:  # by the primary key: a session's positions are in store order too
             where, order = f"h.session_id = {p} AND h.notification_id > {p}", "h.position"
             params: list[Any] = [session_id, after]
         else:
             where, order, params = f"h.notification_id > {p}", "h.notification_id", [after]
+        where += f" AND {reached}"
         rows = self._query(
             "SELECT h.session_id, h.notification_id, h.entry, h.position, h.view, h.digest, "
             f"{COMMIT_EVENT} {self._history_with_commits} "

@@ -7,9 +7,11 @@ import threading
 import uuid
 from pathlib import Path
 from tempfile import TemporaryDirectory
+from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg
+from eventsourcing.persistence import IntegrityError, StoredEvent
 from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.sqlite import SQLiteDatastore
 from eventsourcing.tests.persistence import ApplicationRecorderTestCase
@@ -52,6 +54,42 @@ class TestOneTripPostgresRecorder(ApplicationRecorderTestCase[OneTripPostgresRec
     # The library's timing loops measure the machine, not the contract: not collected.
     test_performance = None  # type: ignore[assignment]
     test_concurrent_throughput = None  # type: ignore[assignment]
+
+    def test_insert_select(self) -> None:
+        """The library's test_insert_select, but for its store positions 1, 2 and 3: ours are
+        transaction ids shifted (planledger.storage.horizon), increasing, consecutive within
+        one write."""
+        recorder = self.create_recorder()
+        self.assertEqual(recorder.select_notifications(start=None, limit=3), [])
+        self.assertIsNone(recorder.max_notification_id())
+        first, second = self.new_originator_id(), self.new_originator_id()
+        events = [
+            StoredEvent(first, 1, "topic1", b"state1"),
+            StoredEvent(first, 2, "topic2", b"state2"),
+            StoredEvent(second, 1, "topic3", b"state3"),
+        ]
+        one, two = recorder.insert_events(events[:2])
+        (three,) = recorder.insert_events(events[2:])
+        self.assertEqual((two, three > two), (one + 1, True))
+        with self.assertRaises(IntegrityError):
+            recorder.insert_events(events[2:])
+        self.assertEqual(len(recorder.select_events(first)), 2)
+        self.assertEqual(recorder.max_notification_id(), three)
+
+        def read(*args: Any, **kwargs: Any) -> list[tuple[int, str, str, bytes]]:
+            found = recorder.select_notifications(*args, **kwargs)
+            return [(n.id, n.originator_id, n.topic, n.state) for n in found]
+
+        rows = [
+            (n, e.originator_id, e.topic, e.state)
+            for n, e in zip((one, two, three), events, strict=True)
+        ]
+        self.assertEqual(read(None, 10), rows)
+        self.assertEqual(read(one, 10), rows)
+        self.assertEqual(read(None, 10, stop=two), rows[:2])
+        self.assertEqual(read(one, 10, inclusive_of_start=False), rows[1:])
+        self.assertEqual(read(None, 10, topics=["topic1", "topic3"]), [rows[0], rows[2]])
+        self.assertEqual(read(one, 3, topics=["topic2"]), [rows[1]])
 
 
 class TestViewsSQLiteRecorder(ApplicationRecorderTestCase[ViewsSQLiteRecorder]):

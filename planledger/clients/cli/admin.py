@@ -49,7 +49,7 @@ def projections_rebuild() -> None:
     (its plan is then never shown, its file never written; the other sessions are rebuilt).
     """
     runner, files = service().runner, service().files
-    total = service().views.max_notification_id()
+    total = service().views.event_count()
     counted = 0
     started = time.perf_counter()
     with progress_bars() as progress:
@@ -58,10 +58,10 @@ def projections_rebuild() -> None:
         def advance(events: int, position: int) -> None:
             nonlocal counted
             counted += events
-            progress.update(task, completed=position)
+            progress.update(task, completed=counted)
 
-        position = runner.rebuild(advance)
-        progress.update(task, completed=position, total=position or 1)
+        runner.rebuild(advance)
+        progress.update(task, completed=counted, total=counted or 1)
         elapsed = time.perf_counter() - started
         written = repaired_files(files, progress) if files is not None else 0
     rate = counted / elapsed if elapsed > 0 else 0.0
