@@ -52,6 +52,7 @@ FEED_BATCH = 500
 # position past the events that writers stored with their views (and applies those stored
 # without): the live feed and the plan.json files follow that position.
 CHECK_INTERVAL = 0.05
+CATCH_UP_WAIT = 3.0  # seconds a write waits for the views to reach it (then reads may lag)
 
 
 @dataclass(frozen=True)
@@ -425,6 +426,14 @@ class PlanLedger:
         with self._runner_lock:
             return self.runner.catch_up()
 
+    def _catch_up_to(self, position: int) -> None:
+        """Catch the views up to `position` at least (a write whose views were not stored
+        with it is read back at once; on PostgreSQL an earlier transaction still in flight
+        holds the runner back for as long as it lasts), or until CATCH_UP_WAIT passes."""
+        deadline = time.monotonic() + CATCH_UP_WAIT
+        while self.catch_up() < position and time.monotonic() < deadline:
+            time.sleep(0.005)
+
     def _catch_up_if_behind(self) -> bool:
         """Catch the views up if they are behind the store; whether they were."""
         reached, last = self.views.status()
@@ -435,7 +444,7 @@ class PlanLedger:
     def _after_write(self, *committed: str) -> None:
         if self.ledger.views_behind.is_set():
             self.ledger.views_behind.clear()
-            self.catch_up()
+            self._catch_up_to(self.ledger.behind_at)
         # A long-running process has a follower that brings the files up, off the request's
         # path (within FOLLOW_INTERVAL); a one-shot command writes its session's file itself.
         # A process that commits a second time is a long-running one (a harness on the

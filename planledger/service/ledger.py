@@ -130,6 +130,7 @@ class Ledger(Application[str]):
         self._write_cache: dict[str, tuple[Plan, PlanView]] = {}
         self._write_cache_lock = threading.Lock()
         self.views_behind = threading.Event()  # set when a save could not store its views
+        self.behind_at = 0  # the last store position of such a save
         # Processes of a whole-store verify, used from PARALLEL_MIN_EVENTS events on. On the
         # 2-core machine, 260k events: 38.9k events/s with one, 48-62k with two (SQLite,
         # PostgreSQL; bench/verify_rebuild.py --sessions 20000 --workers N).
@@ -601,6 +602,8 @@ class Ledger(Application[str]):
         views = InlineViews(changes)
         recordings = self.save(*aggregates, views=views)
         if not views.applied:
+            positions = [recording.notification.id for recording in recordings]
+            self.behind_at = max(self.behind_at, *positions, 0)
             self.views_behind.set()
         return recordings, changes
 

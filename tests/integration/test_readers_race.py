@@ -172,3 +172,24 @@ def test_a_store_written_with_the_table_lock_migrates_on_first_start(
     positions = [event.store_position for event in after.events_after(0)]
     assert positions[:-2] == [3, 4] == list(range(3, count + 1))  # (1, 2: the openings)
     assert positions[-2:] == [decision.store_position - 1, decision.store_position]
+
+
+def test_a_write_stored_without_its_views_waits_for_them(
+    postgres_url: str, new_ledger: Callable[[str], PlanLedger]
+) -> None:
+    """A write whose session's view is behind (here: reset, as a rebuild starts) is stored
+    without its views and caught up before it returns, also while an earlier transaction
+    still in flight holds the runner back."""
+    writer = new_ledger(postgres_url)
+    writer.open_session("behind")
+    writer.submit("behind", revision_plan(0))
+    writer.views.reset()
+    with psycopg.connect(postgres_conninfo(database_settings(postgres_url))) as held:
+        held.execute("SELECT pg_current_xact_id()")  # in flight, below the next write
+        release = threading.Timer(0.3, held.commit)
+        release.start()
+        decision = writer.submit("behind", revision_plan(1))
+        release.join()
+    assert decision.status == "committed"
+    found = writer.views.plan_view("behind")
+    assert found is not None and found[0].revision == 2
