@@ -7,7 +7,8 @@ two `planledger serve` processes on the store, in the same run.
         [--database postgres|URL] [--output bench/results/writers.json]
 
 Each round runs, for every N in turn, the raw baseline, the ledger and the HTTP clients (the
-servers stopped with SIGSTOP while the others run: every commit wakes them), each for
+two servers started for the HTTP row and stopped after it: idle, they would still follow
+every commit, and their pools keep the connections a row opened), each for
 `--seconds` seconds with all N processes started together (a barrier) and counted over the
 same window. Reported: the median over rounds of commits per second (all processes summed),
 and the ledger's and the HTTP clients' ratios to raw. The HTTP clients (one keep-alive
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import signal
 import sys
 import tempfile
 import time
@@ -173,29 +173,22 @@ def main(argv: list[str] | None = None) -> int:
         homes = [Path(scratch) / name for name in ("a", "b")]
         for home in homes:
             home.mkdir()
-        with server(url, homes[0]) as (first, a), server(url, homes[1]) as (second, b):
-            ports = f"{first.port},{second.port}"
-
-            def servers_get(signal_number: int) -> None:  # idle, they still wake on each commit
-                for process in (a, b):
-                    process.send_signal(signal_number)
-
-            for round_ in range(args.rounds):
-                for n in counts:
-                    servers_get(signal.SIGSTOP)
-                    found = {
-                        "raw": measure(raw_writer, conninfo, n, args.seconds),
-                        "ledger": measure(ledger_writer, url, n, args.seconds),
-                    }
-                    servers_get(signal.SIGCONT)
+        for round_ in range(args.rounds):
+            for n in counts:
+                found = {
+                    "raw": measure(raw_writer, conninfo, n, args.seconds),
+                    "ledger": measure(ledger_writer, url, n, args.seconds),
+                }
+                with server(url, homes[0]) as (first, _), server(url, homes[1]) as (second, _):
+                    ports = f"{first.port},{second.port}"
                     found["http"] = measure(http_writer, ports, n, args.seconds)
-                    for kind, rate in found.items():
-                        rates[kind].setdefault(n, []).append(rate)
-                    print(
-                        f"round {round_ + 1} writers={n}: "
-                        + "  ".join(f"{kind} {rate:,.0f}/s" for kind, rate in found.items()),
-                        flush=True,
-                    )
+                for kind, rate in found.items():
+                    rates[kind].setdefault(n, []).append(rate)
+                print(
+                    f"round {round_ + 1} writers={n}: "
+                    + "  ".join(f"{kind} {rate:,.0f}/s" for kind, rate in found.items()),
+                    flush=True,
+                )
     print(
         f"\n{'writers':>7} {'raw/s':>10} {'ledger/s':>10} {'ratio':>6} {'http/s':>10} {'ratio':>6}"
     )
