@@ -175,14 +175,16 @@ def first_versions(stored_events: Sequence[StoredEvent]) -> dict[str, int]:
 
 def insert_with_views(schema: str, events_table: str, shape: tuple[int, ...]) -> sql.Composable:
     """One statement: insert the events (their store positions in their transaction's range,
-    planledger.storage.horizon); then, for each session whose view is at
-    the event before its first one here (or that is new), upsert its view, insert its history
-    rows (store positions from the insert), and upsert the session rows of sessions that have
-    one (or are new). `shape`: how many rows of each table are sent (events, then views,
+    planledger.storage.horizon); then, for each session whose view is at the event before its
+    first one here (or that is new), upsert its view and insert its history rows (store
+    positions from the insert), and upsert the session rows of sessions that have one (or are
+    new). `shape`: how many rows of each table are sent (events, then views,
     history and sessions when the views are written), each ARRAYS for a large write sent as
     arrays. Returns (notification_id, sessions whose views were stored) per event."""
     counts = [None if count == ARRAYS else count for count in shape]
     events = sql.Identifier(schema, events_table)
+    # Rows are inserted in the order sent: the events get their positions, and their chains
+    # (a trigger reads the one before), in it.
     insert = sql.SQL(
         "INSERT INTO {events} (notification_id, originator_id, originator_version, topic, state) "
         "SELECT {base} + r.n, r.o, r.v, r.t, r.s FROM {rows} "
