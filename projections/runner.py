@@ -53,15 +53,6 @@ def folded(originator_id: str, topic: str) -> bool:
     return not originator_id.startswith("session:") or topic in SESSION_TOPICS
 
 
-def applied(row: EventRow, loaded: Mapping[str, LoadedView]) -> bool:
-    """Whether a plan event is in its session's stored view already (its writer stored the
-    view with it: the view's version is at or past it)."""
-    if not row.originator_id.startswith("plan:"):
-        return False
-    view = loaded.get(row.originator_id[5:])
-    return view is not None and row.originator_version <= view.version
-
-
 class StaleBatch(Exception):
     """Another runner moved the tracking position first; re-read and try again."""
 
@@ -146,6 +137,15 @@ def event_rows(rows: Sequence[tuple[Any, ...]]) -> list[EventRow]:
         EventRow(i, o, v, t, d if type(d) is bytes else bytes(d), c, p)
         for i, o, v, t, d, c, p in rows
     ]
+
+
+def applied(row: EventRow, loaded: Mapping[str, LoadedView]) -> bool:
+    """Whether a plan event is in its session's stored view already (its writer stored the
+    view with it: the view's version is at or past it)."""
+    if not row.originator_id.startswith("plan:"):
+        return False
+    view = loaded.get(row.originator_id[5:])
+    return view is not None and row.originator_version <= view.version
 
 
 @dataclass

@@ -115,7 +115,7 @@ def postgres_chain_setup(conn: Any, schema: str) -> None:
     )
     conn.execute(CHECKPOINTS_DDL)
     conn.execute(TOKENS_DDL)
-    conn.execute(f"LOCK TABLE {events} IN EXCLUSIVE MODE")  # the writers' own lock
+    conn.execute(f"LOCK TABLE {events} IN EXCLUSIVE MODE")  # writers wait while it chains
     with conn.cursor(binary=True) as cursor:
         chain_missing(
             lambda originator_id, version, limit: cursor.execute(

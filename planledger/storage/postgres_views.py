@@ -178,7 +178,13 @@ class PostgresViewStore(ViewStore):
 
     def chain_heads(self, position: int | None = None) -> tuple[int, list[tuple[Any, ...]]]:
         def read(conn: psycopg.Connection[Any]) -> tuple[int, list[tuple[Any, ...]]]:
-            at = self.max_notification_id() if position is None else position
+            at = position
+            if at is None:  # the last one a reader may pass (planledger.storage.horizon)
+                found = conn.execute(
+                    f"SELECT COALESCE(MAX(notification_id), 0) FROM {self.events_table} "
+                    f"WHERE {self.settled}"
+                ).fetchone()
+                at = int(found[0]) if found else 0
             return at, conn.execute(self.heads_sql(), (at,)).fetchall()
 
         return self._on_reader(read)

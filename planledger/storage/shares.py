@@ -68,8 +68,8 @@ class SqliteShares:
 
 class PostgresShares:
     """A share reader of a PostgreSQL store. Rows up to a batch's bounds are all committed
-    (the bounds were read after every transaction still inserting had ended, and later inserts
-    take later ids): no lock is needed."""
+    (the bounds were read below the horizon, planledger.storage.horizon, and later commits
+    take higher positions): no lock is needed."""
 
     def __init__(
         self, conninfo: str, events_table: str, count: int, topics: Collection[str]
