@@ -498,10 +498,12 @@ class PlanLedger:
                     changed = store.wait_for_events(timeout)
                     if changed or unchecked:
                         now = time.monotonic()
-                        unchecked = now - checked_at < CHECK_INTERVAL
+                        deferred, unchecked = unchecked, now - checked_at < CHECK_INTERVAL
                         if not unchecked:
                             checked_at = now
-                            changed = self._catch_up_if_behind() or changed
+                            # A change put off is a change, also when another process moved
+                            # the views' position meanwhile (nothing left to catch up here).
+                            changed = self._catch_up_if_behind() or changed or deferred
                     if changed and follower is not None:
                         follower.due()
                     return changed
