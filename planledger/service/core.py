@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,9 @@ FEED_BATCH = 500
 # without): the live feed and the plan.json files follow that position.
 CHECK_INTERVAL = 0.05
 CATCH_UP_WAIT = 3.0  # seconds a write waits for the views to reach it (then reads may lag)
+# A transaction holding the readers of the store's order back (planledger.storage.horizon) for
+# longer than this is a health warning.
+HELD_BACK_WARNING = 30.0
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,7 @@ class PlanLedger:
         self._files_follower: FilesFollower | None = None
         self._signal_lock = threading.Lock()
         self._commits = 0  # commits that wrote their plan.json file on this process's path
+        self._notes: deque[str] = deque(maxlen=5)  # why reads lag (see warnings)
         self._catch_up_if_behind()
 
     # -- commands ---------------------------------------------------------------------------
@@ -415,7 +420,17 @@ class PlanLedger:
         except Exception as error:
             return Health(store_position=0, error=f"database unavailable: {describe(error)}")
         feed_error = self._signal.error if self._signal is not None else None
-        return Health(store_position=position, error=feed_error, warnings=tuple(self.warnings[-5:]))
+        warnings = list(self.files.warnings)[-5:] if self.files is not None else []
+        held_back = self._held_back(HELD_BACK_WARNING)  # now, not when a write waited
+        if held_back is not None:
+            warnings.append(held_back)
+        return Health(store_position=position, error=feed_error, warnings=tuple(warnings))
+
+    def _held_back(self, older_than: float) -> str | None:
+        try:
+            return self.views.horizon_holder(older_than)
+        except Exception:  # a health report says what it can (a role that may not look)
+            return None
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -431,7 +446,12 @@ class PlanLedger:
         with it is read back at once; on PostgreSQL an earlier transaction still in flight
         holds the runner back for as long as it lasts), or until CATCH_UP_WAIT passes."""
         deadline = time.monotonic() + CATCH_UP_WAIT
-        while self.catch_up() < position and time.monotonic() < deadline:
+        while self.catch_up() < position:
+            if time.monotonic() >= deadline:
+                held_back = self._held_back(0)
+                if held_back is not None:  # said after the command, with its other warnings
+                    self._notes.append(held_back)
+                return
             time.sleep(0.005)
 
     def _catch_up_if_behind(self) -> bool:
@@ -463,8 +483,10 @@ class PlanLedger:
 
     @property
     def warnings(self) -> list[str]:
-        """Side effects that failed after a commit (plan.json files): never a failed commit."""
-        return list(self.files.warnings) if self.files is not None else []
+        """Side effects that failed after a commit (plan.json files; never a failed commit),
+        and why a write is not read back yet (a transaction holding the readers back)."""
+        files = list(self.files.warnings) if self.files is not None else []
+        return files + list(self._notes)
 
     def follow_files(self) -> None:
         """For long-running processes: keep the plan.json files following every writer."""

@@ -31,6 +31,26 @@ MAX_EVENTS_PER_WRITE = 1 << ID_BITS
 XACT_BASE = f"(pg_current_xact_id()::text::bigint << {ID_BITS})"
 # The lowest position a transaction still in flight (or a later one) can write.
 HORIZON = f"(pg_snapshot_xmin(pg_current_snapshot())::text::bigint << {ID_BITS})"
+# The oldest transaction on the server holding an id for more than %s seconds, while the store
+# has events at or above the horizon (readers are held back): (pid, database, state, seconds).
+# Another role's sessions are visible only to roles with pg_read_all_stats (or superusers).
+HORIZON_HOLDER = (
+    "SELECT a.pid, a.datname, a.state, floor(extract(epoch FROM now() - a.xact_start))::bigint "
+    "FROM pg_stat_activity a WHERE a.backend_xid IS NOT NULL AND a.pid <> pg_backend_pid() "
+    "AND a.xact_start < now() - make_interval(secs => %s) "
+    f"AND EXISTS (SELECT 1 FROM {{events}} WHERE notification_id >= {HORIZON}) "
+    "ORDER BY a.xact_start LIMIT 1"
+)
+
+
+def holder_warning(pid: int, database: str | None, state: str | None, seconds: int) -> str:
+    """What a health report says of a transaction that holds the readers back."""
+    return (
+        f"PostgreSQL transaction of process {pid} (database {database!r}, {state or 'active'}) "
+        f"has held a transaction id for {seconds} s: the views, the live feed and checkpoints "
+        "wait for it to end before they pass the events written since. End it (or set "
+        "idle_in_transaction_session_timeout)."
+    )
 
 
 def id_default(sequence: str) -> str:

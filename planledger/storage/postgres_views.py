@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from planledger.storage.horizon import HORIZON
+from planledger.storage.horizon import HORIZON, HORIZON_HOLDER, holder_warning
 from planledger.storage.settings import POOL_TIMEOUT, DatabaseSettings, postgres_conninfo
 from planledger.storage.shares import PostgresShares, event_row_sql
 from planledger.storage.view_rows import (
@@ -175,6 +175,10 @@ class PostgresViewStore(ViewStore):
             )
 
         return self._on_reader(read)
+
+    def horizon_holder(self, older_than: float) -> str | None:
+        rows = self._query(HORIZON_HOLDER.format(events=self.events_table), (older_than,))
+        return holder_warning(*rows[0]) if rows else None
 
     def chain_heads(self, position: int | None = None) -> tuple[int, list[tuple[Any, ...]]]:
         def read(conn: psycopg.Connection[Any]) -> tuple[int, list[tuple[Any, ...]]]:

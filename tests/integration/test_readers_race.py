@@ -12,7 +12,7 @@ from typing import Any
 
 import psycopg
 
-from planledger.service import PlanLedger
+from planledger.service import PlanLedger, core
 from planledger.storage.settings import database_settings, postgres_conninfo
 
 WRITERS = 4
@@ -193,3 +193,32 @@ def test_a_write_stored_without_its_views_waits_for_them(
     assert decision.status == "committed"
     found = writer.views.plan_view("behind")
     assert found is not None and found[0].revision == 2
+
+
+def test_a_transaction_holding_the_readers_back_is_a_health_warning(
+    postgres_url: str, new_ledger: Callable[[str], PlanLedger], monkeypatch: Any
+) -> None:
+    """A transaction holding an id keeps every reader of the store's order below it: health
+    names it once events wait behind it (and for longer than HELD_BACK_WARNING), and a write
+    that could not be read back within CATCH_UP_WAIT says why."""
+    monkeypatch.setattr(core, "CATCH_UP_WAIT", 0.2)
+    writer = new_ledger(postgres_url)
+    writer.open_session("held")
+    writer.submit("held", revision_plan(0))
+    with psycopg.connect(postgres_conninfo(database_settings(postgres_url))) as held:
+        held.execute("SELECT pg_current_xact_id()")
+        pid = held.info.backend_pid
+        monkeypatch.setattr(core, "HELD_BACK_WARNING", 0.0)
+        assert writer.health().warnings == ()  # nothing waits behind it yet
+        writer.views.reset()  # (the next write is stored without its views)
+        decision = writer.submit("held", revision_plan(1))
+        assert decision.status == "committed"
+        (note,) = writer.warnings
+        assert f"process {pid} " in note and "idle in transaction" in note
+        (warning,) = writer.health().warnings
+        assert f"process {pid} " in warning
+        monkeypatch.setattr(core, "HELD_BACK_WARNING", 3600.0)
+        assert writer.health().warnings == ()  # not held for that long
+        monkeypatch.setattr(core, "HELD_BACK_WARNING", 0.0)
+        held.commit()
+    assert writer.health().warnings == ()
