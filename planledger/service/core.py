@@ -29,7 +29,7 @@ from planledger.service.feed import ChangeSignal, FeedEvent
 from planledger.service.files import FilesFollower, PlanFiles
 from planledger.service.ledger import Call, Ledger
 from planledger.service.results import Decision, Problem, SessionView, VerifyReport
-from planledger.storage.errors import probe_cause, unavailable_cause
+from planledger.storage.errors import may_not_write, probe_cause, unavailable_cause
 from planledger.storage.settings import DatabaseSettings, database_settings, home_dir
 from planledger.storage.views import ViewStore, open_store
 from projections.compaction import DEFAULT_MAX_CHARS, CompactionSnapshot, build_plan_snapshot
@@ -455,10 +455,24 @@ class PlanLedger:
             time.sleep(0.005)
 
     def _catch_up_if_behind(self) -> bool:
-        """Catch the views up if they are behind the store; whether they were."""
+        """Catch the views up if they are behind the store; whether they were. A process that
+        may not write (a read-only role, a standby) reads on: a writer stores each session's
+        views with its events, and only the views' position (the live feed's) waits for a
+        process that may write."""
         reached, last = self.views.status()
         if reached < last:
-            self.catch_up()
+            try:
+                self.catch_up()
+            except Exception as error:
+                if not may_not_write(error):
+                    raise
+                note = (
+                    "this database connection may not write: the views' position stays at "
+                    f"{reached} (plans and histories are read as writers stored them; the live "
+                    "feed follows once a process that may write catches the views up)"
+                )
+                if note not in self._notes:
+                    self._notes.append(note)
         return reached < last
 
     def _after_write(self, *committed: str) -> None:

@@ -39,6 +39,18 @@ def unavailable_cause(error: BaseException) -> str | None:
     return None
 
 
+# PostgreSQL's insufficient_privilege and read_only_sql_transaction (a hot standby).
+READ_ONLY_SQLSTATES = ("42501", "25006")
+
+
+def may_not_write(error: BaseException) -> bool:
+    """Whether `error` says this connection may read but not write (a read-only role, a
+    standby server, a read-only SQLite file)."""
+    if getattr(error, "sqlstate", None) in READ_ONLY_SQLSTATES:
+        return True
+    return isinstance(error, sqlite3.OperationalError) and "readonly database" in str(error)
+
+
 def probe_cause(settings: DatabaseSettings) -> str | None:
     """Why a PostgreSQL database cannot be reached, from one direct connection attempt (a
     connection pool only says that it timed out)."""
