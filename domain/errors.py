@@ -125,6 +125,14 @@ class StorageUnavailable(LedgerError):
     code = "storage_unavailable"
 
 
+class ReadOnlyStore(LedgerError):
+    """This process may read the database but not write it (a read-only role, a standby
+    server, a read-only file): nothing was recorded."""
+
+    kind = ErrorKind.UNAVAILABLE
+    code = "read_only_store"
+
+
 class CorruptHistory(LedgerError):
     """A stored history breaks a rule; raised on replay, never silently accepted."""
 

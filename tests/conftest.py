@@ -6,6 +6,7 @@ import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
@@ -69,3 +70,28 @@ def new_ledger() -> Iterator[Callable[[str], PlanLedger]]:
     yield make
     for ledger in opened:
         ledger.close()
+
+
+@pytest.fixture
+def reader_role() -> Iterator[str]:
+    """A login role of its own (dropped afterwards, with what it was granted)."""
+    role = f"r_{uuid.uuid4().hex[:10]}"
+    with _admin_connection() as conn:
+        conn.execute(f'CREATE ROLE "{role}" LOGIN')
+    try:
+        yield role
+    finally:
+        with _admin_connection() as conn:
+            conn.execute(f'DROP OWNED BY "{role}"')
+            conn.execute(f'DROP ROLE "{role}"')
+
+
+def as_reader(postgres_url: str, role: str) -> str:
+    """`postgres_url` as `role`, granted SELECT on the schema's tables and nothing more."""
+    schema = postgres_url.rpartition("=")[2]
+    with _admin_connection() as conn:
+        conn.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+        conn.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"')
+    parts = urlsplit(postgres_url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{role}@{host}"))

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
-from domain.errors import LedgerError, StorageUnavailable
+from domain.errors import LedgerError, ReadOnlyStore, StorageUnavailable
 from planledger.storage.settings import DatabaseSettings, postgres_conninfo
 
 P = ParamSpec("P")
@@ -44,11 +44,16 @@ READ_ONLY_SQLSTATES = ("42501", "25006")
 
 
 def may_not_write(error: BaseException) -> bool:
-    """Whether `error` says this connection may read but not write (a read-only role, a
-    standby server, a read-only SQLite file)."""
-    if getattr(error, "sqlstate", None) in READ_ONLY_SQLSTATES:
-        return True
-    return isinstance(error, sqlite3.OperationalError) and "readonly database" in str(error)
+    """Whether `error` (or an error it was raised from) says this connection may read but not
+    write (a read-only role, a standby server, a read-only SQLite file)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if getattr(seen, "sqlstate", None) in READ_ONLY_SQLSTATES:
+            return True
+        if isinstance(seen, sqlite3.OperationalError) and "readonly database" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def probe_cause(settings: DatabaseSettings) -> str | None:
@@ -92,6 +97,11 @@ def heals(method: Callable[P, R]) -> Callable[P, R]:
             except LedgerError:
                 raise
             except Exception as error:
+                if may_not_write(error):
+                    raise ReadOnlyStore(
+                        "this database connection may only read (a read-only role, a standby "
+                        "server or a read-only file): nothing was recorded"
+                    ) from error
                 cause = unavailable_cause(error)
                 if cause is None:
                     raise

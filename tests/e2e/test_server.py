@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.conftest import as_reader
 from tests.e2e.test_cli import planledger_command
 
 STARTUP_TIMEOUT = 30.0
@@ -1264,6 +1265,26 @@ def test_concurrent_writers_on_postgres(postgres_url: str, tmp_path: Path) -> No
         assert get_json(api, "/sessions/race/plan")["revision"] == 10
         kinds = [e["kind"] for e in get_json(api, "/sessions/race/plan/history")["entries"]]
         assert kinds.count("committed") == 10
+
+
+def test_a_server_whose_role_may_only_read_serves_reads_and_refuses_writes(
+    postgres_url: str, reader_role: str, tmp_path: Path
+) -> None:
+    """A server on a read-only role (an auditor's, a standby's) answers every read as writers
+    stored it; a write is a 503 `read_only_store` error, never a 500, and records nothing."""
+    with running_server(postgres_url, tmp_path / "writer") as server, server.client() as api:
+        open_session(api, "audited")
+        propose(api, "audited", PLAN_1, 200)
+    reader_url = as_reader(postgres_url, reader_role)
+    with running_server(reader_url, tmp_path / "reader") as server, server.client() as api:
+        assert get_json(api, "/sessions/audited/plan")["revision"] == 1
+        assert get_json(api, "/healthz")["status"] in ("ok", "degraded")
+        for path, body in (("/sessions/audited/plan", PLAN_2), ("/sessions", {"session_id": "x"})):
+            response = api.post(path, json=body)
+            assert response.status_code == 503, response.text
+            assert response.json()["error"]["code"] == "read_only_store"
+        assert get_json(api, "/sessions/audited/plan")["revision"] == 1
+        get_json(api, "/sessions/x", status=404)
 
 
 def test_two_servers_share_one_postgres_database(postgres_url: str, tmp_path: Path) -> None:
