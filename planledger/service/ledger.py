@@ -502,15 +502,16 @@ class Ledger(Application[str]):
     # -- verification -----------------------------------------------------------------------
 
     def session_ids(self) -> list[str]:
-        """Every opened session, in the order they were opened."""
+        """Every opened session, in the order they were opened (once each, also when an
+        opening was copied into its stream by hand: verify reports that once)."""
         topic = get_topic(Session.SessionOpened)
-        ids: list[str] = []
+        ids: dict[str, None] = {}
         start = 1
         while True:
             page = self.recorder.select_notifications(start, 500, topics=[topic])
-            ids += [str(n.originator_id).removeprefix("session:") for n in page]
+            ids.update((str(n.originator_id).removeprefix("session:"), None) for n in page)
             if len(page) < 500:
-                return ids
+                return list(ids)
             start = page[-1].id + 1
 
     def verify(self, session_ids: Sequence[str] | None = None) -> VerifyReport:

@@ -58,7 +58,13 @@ def rows_of(changes: ViewChanges, stored: StoredAt) -> ViewRows:
         rows.views.append((session_id, version, position, view.revision, view_json(view)))
     for session_id, error in changes.corrupt.items():
         mark = {"rule": error.rule, "position": error.position, "message": error.detail}
-        position = stored(f"plan:{session_id}", error.position)[0]
+        # The store position of the event that broke: in the plan's stream, or in the
+        # session's (whose events are folded too; the plan's beside it may be in their views
+        # already, and not in this run).
+        position = (
+            stored(f"plan:{session_id}", error.position)[0]
+            or stored(f"session:{session_id}", error.position)[0]
+        )
         empty = empty_view(session_id, None).model_dump_json()
         rows.corrupt.append((session_id, error.position, position, empty, json.dumps(mark)))
     for row in changes.history:

@@ -213,3 +213,23 @@ def states(url: str) -> dict[tuple[str, int], bytes]:
         with psycopg.connect(dsn) as conn:
             found = conn.execute(sql.format(f'"{schema}".planledger_events')).fetchall()
     return {(o, v): bytes(s) for o, v, s in found}
+
+
+def test_a_session_event_inserted_after_the_views_caught_up_marks_its_session_corrupt(
+    ledger: PlanLedger, database_url: str, new_ledger: Callable[[str], PlanLedger]
+) -> None:
+    """A session stream's event inserted by SQL once the views passed its neighbours (the plan
+    events beside it in the catch-up are already in their views): the catch-up of the next
+    process marks the session corrupt where it breaks and reads on, never failing itself."""
+    ledger.catch_up()
+    opened = rows(database_url, "session:s1")[0]
+    insert_before(database_url, "session:s1", 2, opened.topic, opened.state, opened.chain)
+    fresh = new_ledger(database_url)  # its catch-up meets the inserted event
+    assert fresh.runner.corrupt["s1"].rule == "chain_broken"
+    assert fresh.runner.corrupt["s1"].position == 2
+    assert [(p.session_id, p.position, p.rule) for p in fresh.verify().problems] == [
+        ("s1", 2, "chain_broken")
+    ]
+    with pytest.raises(CorruptHistory):
+        fresh.plan("s1")
+    assert fresh.plan("s2").revision == 3
