@@ -147,3 +147,9 @@ class CorruptHistory(LedgerError):
         self.position = position
         self.rule = rule
         self.detail = message
+
+
+def error_line(error: BaseException, limit: int = 300) -> str:
+    """`Type: first line of its message` (the type alone for an error without one)."""
+    first = (str(error).strip().splitlines() or [""])[0][:limit]
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
+from domain.errors import error_line
 from domain.models import Model, Step
 from projections.shapes import PlanView
 
@@ -159,7 +160,7 @@ def build_plan_snapshot(
     try:
         view = read_view()
     except Exception as error:
-        reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        reason = error_line(error)
         text, _ = fit(f"Plan unreadable ({reason}); do not assume any progress.", max_chars)
         return CompactionSnapshot(state="unreadable", error=reason, text=text)
     return summarise(view, max_chars)

@@ -16,11 +16,12 @@ from typing import Any, NamedTuple
 
 from domain import rules
 from domain.base import Event
-from domain.errors import CorruptHistory
+from domain.errors import CorruptHistory, error_line
 from domain.models import Form, PlanSnapshot, Policy, TaskOperation, Violation, built
 from domain.plan import Plan, apply_to_state
 from domain.plan_state import PendingProposal, PlanState
 from domain.session import Session
+from domain.text import clean_text
 from projections.shapes import (
     HistoryEntry,
     PendingProposalView,
@@ -150,7 +151,7 @@ def as_corrupt(error: Exception, session_id: str, event: Event) -> CorruptHistor
     stored state lacks what its class needs is unreadable)."""
     if isinstance(error, CorruptHistory):
         return error
-    message = f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"
+    message = error_line(error)
     return CorruptHistory(session_id, event.originator_version, "unreadable_event", message)
 
 
@@ -158,9 +159,8 @@ def fold_session_event(changes: ViewChanges, session_id: str, event: Event) -> N
     """A session's opening or mode change, as its row of the session list."""
     assert isinstance(event, SESSION_EVENTS)
     earlier = changes.sessions.get(session_id)
-    row = SessionRow(
-        session_id, event.originator_version, str(event.mode), event.timestamp, event.timestamp
-    )
+    mode = clean_text(str(event.mode))
+    row = SessionRow(session_id, event.originator_version, mode, event.timestamp, event.timestamp)
     if earlier is not None:  # opened in this run: keep when and where from
         row = row._replace(
             opened_at=earlier.opened_at,
@@ -170,9 +170,17 @@ def fold_session_event(changes: ViewChanges, session_id: str, event: Event) -> N
         )
     elif isinstance(event, Session.SessionOpened):
         row = row._replace(
-            source=event.source, parent_session_id=event.parent_session_id, cwd=event.cwd
+            source=plain(event.source),
+            parent_session_id=plain(event.parent_session_id),
+            cwd=plain(event.cwd),
         )
     changes.sessions[session_id] = row
+
+
+def plain(text: str | None) -> str | None:
+    """A text of the session list as it is shown and stored: plain (a history edited by hand
+    may hold a NUL, which a PostgreSQL text column cannot)."""
+    return clean_text(text) if isinstance(text, str) else text
 
 
 def empty_view(session_id: str, at: object) -> PlanView:

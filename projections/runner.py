@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
@@ -24,7 +24,7 @@ from eventsourcing.utils import get_topic
 
 from domain.base import Event
 from domain.chain import CHAIN_BROKEN, GENESIS, links, why_broken
-from domain.errors import CorruptHistory
+from domain.errors import CorruptHistory, error_line
 from domain.plan_state import PlanState
 from projections.decode import PlanEventDecoder
 from projections.fold import SESSION_EVENTS, ViewChanges, fold_events
@@ -49,7 +49,7 @@ SESSION_TOPICS = frozenset(get_topic(event) for event in SESSION_EVENTS)
 
 def folded(originator_id: str, topic: str) -> bool:
     """Whether the views take anything from this event (a goal event: nothing, so it is
-    neither decoded nor sent to a fold worker)."""
+    not decoded; its chain is checked all the same)."""
     return not originator_id.startswith("session:") or topic in SESSION_TOPICS
 
 
@@ -105,10 +105,10 @@ class ViewStorage(Protocol):
         """(how many, store position of the last) of the next `limit` committed events after
         `after`, never past one still in flight; (0, after) when there are none."""
 
-    def share_reader(self, count: int, session_topics: Collection[str]) -> ShareReader:
+    def share_reader(self, count: int) -> ShareReader:
         """What forked workers read their share of the events with, one of `count` shares
-        each: a session's events (plan events, and its events of `session_topics`) are all in
-        one share. It connects on first use, in the worker."""
+        each: a session's events (its plan's and its own) are all in one share. It connects
+        on first use, in the worker."""
 
     def max_notification_id(self) -> int: ...
     def wait_for_events(self, timeout: float) -> bool: ...
@@ -256,8 +256,6 @@ class ProjectionRunner:
                 notification.id,
                 notification.state,
             )
-            if not folded(originator, notification.topic):
-                continue
             if not links(
                 notification.previous or GENESIS,
                 notification.topic,
@@ -277,6 +275,8 @@ class ProjectionRunner:
                     ),
                 )
                 continue
+            if not folded(originator, notification.topic):
+                continue  # (checked above: a goal event's chain is a session's too)
             try:
                 # An EventRow has every attribute the mapper reads of a StoredEvent.
                 event = self.mapper.to_domain_event(notification)  # type: ignore[arg-type]
@@ -287,7 +287,7 @@ class ProjectionRunner:
                         session_id,
                         notification.originator_version,
                         "unreadable_event",
-                        f"{type(error).__name__}: {str(error).splitlines()[0][:300]}",
+                        error_line(error),
                     )
                 continue
             assert isinstance(event, Event)
@@ -313,7 +313,7 @@ class ProjectionRunner:
         runner moved the position, a worker failed, or a worker holds MAX_WORKER_SESSIONS
         views."""
         count = self.workers
-        reader = self.store.share_reader(count, SESSION_TOPICS)
+        reader = self.store.share_reader(count)
         workers = ForkedWorkers(count, functools.partial(FoldState, reader), self._fold_part)
         reset = False
 

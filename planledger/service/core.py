@@ -22,6 +22,7 @@ from domain.errors import (
     RevisionNotFound,
     SessionNotFound,
     StorageUnavailable,
+    error_line,
 )
 from domain.ids import validate_id
 from domain.session import Mode, Origin
@@ -64,12 +65,6 @@ class Health:
     store_position: int
     error: str | None = None  # the database or the live feed is down
     warnings: tuple[str, ...] = ()  # side effects failing (plan.json files)
-
-
-def describe(error: BaseException) -> str:
-    """One line naming an unexpected error."""
-    first = (str(error).strip().splitlines() or [""])[0][:300]
-    return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
 class PlanLedger:
@@ -198,10 +193,14 @@ class PlanLedger:
     # -- queries ----------------------------------------------------------------------------
 
     def session(self, session_id: str) -> SessionView:
+        """The session's mode and goals, replayed from its events (a session whose events are
+        not the ones the ledger wrote is an error, as for its plan)."""
+        self._sound_chains(session_id)  # before the replay, whose rules an edit may break
         return self.ledger.session(session_id)
 
     def should_continue(self, session_id: str) -> bool:
-        """True exactly when the session has an active goal."""
+        """True exactly when the session has an active goal (never from edited events)."""
+        self._sound_chains(session_id)
         return self.ledger.should_continue(session_id)
 
     def sessions(self) -> SessionList:
@@ -269,10 +268,15 @@ class PlanLedger:
         if corrupt is not None:
             raise CorruptHistory(session_id, corrupt.position, corrupt.rule, corrupt.message)
         # The views were made from events that must still be there as they were written.
-        broken = self.ledger.broken_chain(session_id, version)
+        self._sound_chains(session_id, version)
+        return view
+
+    def _sound_chains(self, session_id: str, plan_version: int = 0) -> None:
+        """Raise CorruptHistory where the session's chains break (or its plan stream ends
+        before `plan_version`)."""
+        broken = self.ledger.broken_chain(session_id, plan_version)
         if broken is not None:
             raise broken
-        return view
 
     def verify(
         self,
@@ -418,7 +422,7 @@ class PlanLedger:
         try:
             position = self.views.max_notification_id()
         except Exception as error:
-            return Health(store_position=0, error=f"database unavailable: {describe(error)}")
+            return Health(store_position=0, error=f"database unavailable: {error_line(error)}")
         feed_error = self._signal.error if self._signal is not None else None
         warnings = list(self.files.warnings)[-5:] if self.files is not None else []
         held_back = self._held_back(HELD_BACK_WARNING)  # now, not when a write waited

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
+from domain.errors import error_line
 from domain.models import Model
 from projections.shapes import HistoryEntry, PlanView
 
@@ -69,7 +70,7 @@ class ChangeSignal:
                 changed = self._wait_for_change(0.5)
                 self.error = None
             except Exception as error:  # the database went away: say so, retry shortly
-                self.error = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+                self.error = error_line(error, 200)
                 self._stop.wait(0.5)
                 changed = True  # re-query from the followers' positions once it is back
             if changed:

@@ -23,7 +23,7 @@ from eventsourcing.persistence import Mapper, StoredEvent
 
 from domain.base import Event
 from domain.chain import CHAIN_BROKEN, StreamChain
-from domain.errors import CorruptHistory
+from domain.errors import CorruptHistory, error_line
 from domain.plan import apply_to_state
 from domain.plan_state import PlanState
 from domain.session import Session
@@ -104,7 +104,7 @@ def chain_broken(session_id: str, stored: Row, why: str) -> CorruptHistory:
 
 
 def unreadable(session_id: str, stored: Row, error: Exception) -> Problem:
-    message = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
+    message = error_line(error)
     return problem(session_id, stored.originator_version, "unreadable_event", message)
 
 

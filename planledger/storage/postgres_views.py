@@ -4,7 +4,7 @@ after the database restarts or a backend is terminated."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -202,8 +202,8 @@ class PostgresViewStore(ViewStore):
         )[0]
         return int(row[0]), int(row[1])
 
-    def share_reader(self, count: int, session_topics: Collection[str]) -> ShareReader:
-        return PostgresShares(self.conninfo, self.events_table, count, session_topics)
+    def share_reader(self, count: int) -> ShareReader:
+        return PostgresShares(self.conninfo, self.events_table, count)
 
     def wait_for_events(self, timeout: float) -> bool:
         try:

@@ -11,7 +11,6 @@ share, and the ids agents use (UUIDs, numbered names) spread evenly.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -48,22 +47,18 @@ POSTGRES_SHARE = (
 class SqliteShares:
     """A share reader of a SQLite store (see projections.runner.ShareReader)."""
 
-    def __init__(self, path: str, timeout: float, count: int, topics: Collection[str]) -> None:
-        self.path, self.timeout = path, timeout
-        self.count, self.topics = count, sorted(topics)
+    def __init__(self, path: str, timeout: float, count: int) -> None:
+        self.path, self.timeout, self.count = path, timeout, count
         self.conn: sqlite3.Connection | None = None  # made in the worker
-        marks = ", ".join("?" * len(self.topics))
         self.sql = (
             f"{event_row_sql('stored_events', 'rowid', SQLITE_PLAN)} WHERE e.rowid > ? "
-            f"AND e.rowid <= ? AND ({SQLITE_PLAN} OR e.topic IN ({marks})) AND "
-            f"{SQLITE_SHARE} = ? ORDER BY e.rowid"
+            f"AND e.rowid <= ? AND {SQLITE_SHARE} = ? ORDER BY e.rowid"
         )
 
     def read(self, after: int, upto: int, share: int) -> list[tuple[Any, ...]]:
         if self.conn is None:
             self.conn = sqlite3.connect(self.path, timeout=self.timeout)
-        params = (after, upto, *self.topics, self.count, share)
-        return self.conn.execute(self.sql, params).fetchall()
+        return self.conn.execute(self.sql, (after, upto, self.count, share)).fetchall()
 
 
 class PostgresShares:
@@ -71,16 +66,13 @@ class PostgresShares:
     (the bounds were read below the horizon, planledger.storage.horizon, and later commits
     take higher positions): no lock is needed."""
 
-    def __init__(
-        self, conninfo: str, events_table: str, count: int, topics: Collection[str]
-    ) -> None:
-        self.conninfo, self.count, self.topics = conninfo, count, sorted(topics)
+    def __init__(self, conninfo: str, events_table: str, count: int) -> None:
+        self.conninfo, self.count = conninfo, count
         self.conn: psycopg.Connection[Any] | None = None  # made in the worker
         self.sql = (
             f"{event_row_sql(events_table, 'notification_id', POSTGRES_PLAN)} "
-            "WHERE e.notification_id > %s "
-            f"AND e.notification_id <= %s AND ({POSTGRES_PLAN} OR "
-            f"e.topic = ANY(%s)) AND {POSTGRES_SHARE} = %s ORDER BY e.notification_id"
+            "WHERE e.notification_id > %s AND e.notification_id <= %s "
+            f"AND {POSTGRES_SHARE} = %s ORDER BY e.notification_id"
         )
 
     def read(self, after: int, upto: int, share: int) -> list[tuple[Any, ...]]:
@@ -88,5 +80,5 @@ class PostgresShares:
             import psycopg  # as planledger.storage.views: only where PostgreSQL is used
 
             self.conn = psycopg.connect(self.conninfo, autocommit=True)
-        params = (after, upto, self.topics, self.count, share)
+        params = (after, upto, self.count, share)
         return self.conn.cursor(binary=True).execute(self.sql, params).fetchall()

@@ -11,7 +11,7 @@ import sqlite3
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any
 
@@ -69,7 +69,7 @@ class ViewStore(ABC):
         `after`, never past one still in flight; (0, after) when there are none."""
 
     @abstractmethod
-    def share_reader(self, count: int, session_topics: Collection[str]) -> ShareReader:
+    def share_reader(self, count: int) -> ShareReader:
         """What forked workers read their share of a batch's events with (see
         planledger.storage.shares)."""
 
@@ -518,8 +518,8 @@ class SqliteViewStore(ViewStore):
         finally:
             self._query("COMMIT")
 
-    def share_reader(self, count: int, session_topics: Collection[str]) -> ShareReader:
-        return SqliteShares(self.path, self.timeout, count, session_topics)
+    def share_reader(self, count: int) -> ShareReader:
+        return SqliteShares(self.path, self.timeout, count)
 
     def wait_for_events(self, timeout: float) -> bool:
         # SQLite has no notifications: watch the file's data_version, which changes on

@@ -168,7 +168,7 @@ def test_workers_end_with_the_rebuild(store: PlanLedger) -> None:
 
 
 @pytest.mark.parametrize("count", [2, 3])
-def test_the_shares_of_a_batch_hold_each_folded_event_once_a_session_in_one(
+def test_the_shares_of_a_batch_hold_each_event_once_a_session_in_one(
     store: PlanLedger, count: int
 ) -> None:
     views = store.views
@@ -177,8 +177,8 @@ def test_the_shares_of_a_batch_hold_each_folded_event_once_a_session_in_one(
     assert views.batch_bounds(last, 5) == (0, last)
     every = event_rows(views.read_event_rows(0, 10_000))
     folded = [row for row in every if runner_module.folded(row.originator_id, row.topic)]
-    assert len(folded) < len(every)  # goal events are read by no share
-    reader = views.share_reader(count, runner_module.SESSION_TOPICS)
+    assert len(folded) < len(every)  # goal events: read for their chains, not folded
+    reader = views.share_reader(count)
     shares = [event_rows(reader.read(0, last, share)) for share in range(count)]
     # A plan event's previous chain is the worker's to know (it reads its sessions from the
     # first); a session event's comes with it.
@@ -186,7 +186,7 @@ def test_the_shares_of_a_batch_hold_each_folded_event_once_a_session_in_one(
     assert plans and all(row.previous is None for row in plans)
     unknown = [
         row._replace(previous=None) if row.originator_id.startswith("plan:") else row
-        for row in folded
+        for row in every
     ]
     assert sorted(row for share in shares for row in share) == sorted(unknown)
     owners = {
@@ -196,7 +196,7 @@ def test_the_shares_of_a_batch_hold_each_folded_event_once_a_session_in_one(
         assert all(owners[row.originator_id.partition(":")[2]] == n for row in share)
         assert [row.id for row in share] == sorted(row.id for row in share)
     assert sum(1 for share in shares if share) >= 2  # the sessions f0..f11 spread
-    middle = folded[len(folded) // 2].id
+    middle = every[len(every) // 2].id
     assert sorted(
         row for s in range(count) for row in event_rows(reader.read(middle, last, s))
     ) == [row for row in unknown if row.id > middle]

@@ -9,9 +9,8 @@ from typing import Any
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 
-from domain.errors import ErrorKind, LedgerError, StorageUnavailable
+from domain.errors import ErrorKind, LedgerError, StorageUnavailable, error_line
 from planledger.clients.mcp.session import BadArgument
-from planledger.service.core import describe
 from planledger.service.results import Decision
 from planledger.storage.errors import unavailable_cause
 from projections.plan_lines import history_lines, plan_lines, violation_lines
@@ -97,4 +96,4 @@ def failure(error: Exception) -> ToolError:
     if cause is not None:
         return failure(StorageUnavailable(f"storage unavailable: {cause}"))
     log.exception("unexpected error in a plan tool")
-    return ToolError(f"internal_error: {describe(error)}")
+    return ToolError(f"internal_error: {error_line(error)}")
