@@ -64,7 +64,7 @@ HELD_BACK_WARNING = 30.0
 class Health:
     store_position: int
     error: str | None = None  # the database or the live feed is down
-    warnings: tuple[str, ...] = ()  # side effects failing (plan.json files)
+    warnings: tuple[str, ...] = ()  # plan.json files failing; a transaction holding reads back
 
 
 class PlanLedger:
@@ -502,7 +502,8 @@ class PlanLedger:
     @property
     def warnings(self) -> list[str]:
         """Side effects that failed after a commit (plan.json files; never a failed commit),
-        and why a write is not read back yet (a transaction holding the readers back)."""
+        and why reads lag (a transaction holding the readers back, a connection that may not
+        move the views' position)."""
         files = list(self.files.warnings) if self.files is not None else []
         return files + list(self._notes)
 
