@@ -11,10 +11,13 @@ two servers started for the HTTP row and stopped after it: idle, they would stil
 every commit, and their pools keep the connections a row opened), each for
 `--seconds` seconds with all N processes started together (a barrier) and counted over the
 same window. Reported: the median over rounds of commits per second (all processes summed),
-and the ledger's and the HTTP clients' ratios to raw. The HTTP clients (one keep-alive
-connection to each server) open their sessions on one server, in turn, and read each one's plan
-back from the other. Issue 24's bars: ledger submits/s grow from 1 to 8 writers and
-reach at least 0.5x raw at 8 writers; one writer at least 0.3x raw.
+and the ledger's and the HTTP clients' ratios to raw; for raw and the ledger, the CPU per commit
+of the writing processes (`time.process_time` of each, from the barrier) and of the PostgreSQL
+server (every `postgres` process's time in /proc, the postmaster's reaped children included:
+only when the server runs on this machine, and with whatever else it did meanwhile). The HTTP
+clients (one keep-alive connection to each server) open their sessions on one server, in turn,
+and read each one's plan back from the other. Issue 24's bars: ledger submits/s grow from 1 to
+8 writers and reach at least 0.5x raw at 8 writers; one writer at least 0.3x raw.
 
 A writing ledger process holds about 4 connections (its event store pool, opened one at a
 time, and the views' writer and reader), so 16 writers fit in a server's default 100.
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import sys
 import tempfile
 import time
@@ -31,7 +35,7 @@ import uuid
 from collections.abc import Callable
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import common
 from http_latency import Http, server
@@ -77,18 +81,24 @@ def write_sessions(
     return done
 
 
-def ledger_writer(url: str, seconds: float, barrier: Barrier, counts: Any, slot: int) -> None:
+def ledger_writer(
+    url: str, seconds: float, barrier: Barrier, counts: Any, cpus: Any, slot: int
+) -> None:
     service = open_planledger(url, home=None)
 
     def submit(sid: str, revision: int) -> None:
         decision = service.submit(sid, plan(revision))
         assert decision.status == "committed", decision
 
+    cpu = time.process_time()  # (waiting at the barrier takes none)
     counts[slot] = write_sessions(seconds, barrier, service.open_session, submit)
+    cpus[slot] = time.process_time() - cpu
     service.close()
 
 
-def http_writer(ports: str, seconds: float, barrier: Barrier, counts: Any, slot: int) -> None:
+def http_writer(
+    ports: str, seconds: float, barrier: Barrier, counts: Any, cpus: Any, slot: int
+) -> None:
     """Writer `slot` posts to one of the two servers, its sessions alternating between them;
     each session's plan is then read from the other server (a writer reads its write on any
     server)."""
@@ -113,39 +123,76 @@ def http_writer(ports: str, seconds: float, barrier: Barrier, counts: Any, slot:
         client.close()
 
 
-def raw_writer(conninfo: str, seconds: float, barrier: Barrier, counts: Any, slot: int) -> None:
+def raw_writer(
+    conninfo: str, seconds: float, barrier: Barrier, counts: Any, cpus: Any, slot: int
+) -> None:
     import psycopg
 
     payload = b"x" * 300
     with psycopg.connect(conninfo) as conn:
         barrier.wait()
+        cpu = time.process_time()
         done, deadline = 0, time.monotonic() + seconds
         while time.monotonic() < deadline:
             conn.execute(f"INSERT INTO {RAW_TABLE} (payload) VALUES (%s)", (payload,))
             conn.commit()
             done += 1
+        cpus[slot] = time.process_time() - cpu
     counts[slot] = done
 
 
-def measure(target: Any, arg: str, writers: int, seconds: float) -> float:
-    """Commits per second of `writers` processes running `target` together."""
+class Measured(NamedTuple):
+    rate: float  # commits per second, all processes
+    client_ms: float  # CPU of the writing processes per commit
+    server_ms: float | None  # CPU of the PostgreSQL server per commit (None: not here)
+
+
+def measure(target: Any, arg: str, writers: int, seconds: float) -> Measured:
+    """Commits per second of `writers` processes running `target` together, and the CPU they
+    and the server spent on each."""
     context = multiprocessing.get_context("spawn")
     barrier = context.Barrier(writers + 1)
-    counts = context.Array("q", writers)
+    counts, cpus = context.Array("q", writers), context.Array("d", writers)
     processes = [
-        context.Process(target=target, args=(arg, seconds, barrier, counts, slot))
+        context.Process(target=target, args=(arg, seconds, barrier, counts, cpus, slot))
         for slot in range(writers)
     ]
     for process in processes:
         process.start()
     barrier.wait()
-    started = time.monotonic()
+    started, server_before = time.monotonic(), server_seconds()
     for process in processes:
         process.join()
         if process.exitcode:
             raise SystemExit(f"a writer exited {process.exitcode}")
     elapsed = max(seconds, time.monotonic() - started)
-    return float(sum(counts[:])) / elapsed
+    time.sleep(0.2)  # the writers' backends end with their connections: reaped, then counted
+    server_after = server_seconds()
+    done = max(1, sum(counts[:]))
+    server = (
+        (server_after - server_before) * 1000 / done
+        if server_before is not None and server_after is not None
+        else None
+    )
+    return Measured(float(sum(counts[:])) / elapsed, sum(cpus[:]) * 1000 / done, server)
+
+
+def server_seconds() -> float | None:
+    """CPU seconds of every `postgres` process on this machine so far, those it has reaped
+    included (None where /proc tells none: not Linux, or no server here)."""
+    ticks, found = 0, False
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # ended meanwhile
+            continue
+        name, fields = text[text.index("(") + 1 : text.rindex(")")], text.rsplit(")", 1)[1].split()
+        if name != "postgres":
+            continue
+        found = True
+        utime, stime, child_utime, child_stime = (int(v) for v in fields[11:15])
+        ticks += utime + stime + child_utime + child_stime
+    return ticks / os.sysconf("SC_CLK_TCK") if found else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     import psycopg
 
     kinds = ("raw", "ledger", "http")
-    rates: dict[str, dict[int, list[float]]] = {kind: {} for kind in kinds}
+    found: dict[str, dict[int, list[Measured]]] = {kind: {} for kind in kinds}
     with (
         common.fresh_store(args.database, "writers") as url,
         tempfile.TemporaryDirectory(prefix="writers_") as scratch,
@@ -175,39 +222,60 @@ def main(argv: list[str] | None = None) -> int:
             home.mkdir()
         for round_ in range(args.rounds):
             for n in counts:
-                found = {
+                this = {
                     "raw": measure(raw_writer, conninfo, n, args.seconds),
                     "ledger": measure(ledger_writer, url, n, args.seconds),
                 }
                 with server(url, homes[0]) as (first, _), server(url, homes[1]) as (second, _):
                     ports = f"{first.port},{second.port}"
-                    found["http"] = measure(http_writer, ports, n, args.seconds)
-                for kind, rate in found.items():
-                    rates[kind].setdefault(n, []).append(rate)
+                    this["http"] = measure(http_writer, ports, n, args.seconds)
+                for kind, measured in this.items():
+                    found[kind].setdefault(n, []).append(measured)
                 print(
                     f"round {round_ + 1} writers={n}: "
-                    + "  ".join(f"{kind} {rate:,.0f}/s" for kind, rate in found.items()),
+                    + "  ".join(f"{kind} {m.rate:,.0f}/s" for kind, m in this.items()),
                     flush=True,
                 )
     print(
         f"\n{'writers':>7} {'raw/s':>10} {'ledger/s':>10} {'ratio':>6} {'http/s':>10} {'ratio':>6}"
+        f"  {'cpu ms per commit, client + server: raw':>40} {'ledger':>15}"
     )
     rows = {}
     for n in counts:
-        raw, ledger, over_http = (common.median(rates[k][n]) for k in kinds)
+        raw, ledger, over_http = (common.median([m.rate for m in found[k][n]]) for k in kinds)
+        cpu = {
+            f"{kind}_{side}_cpu_ms": median_or_none(
+                [getattr(m, f"{side}_ms") for m in found[kind][n]]
+            )
+            for kind in ("raw", "ledger")
+            for side in ("client", "server")
+        }
         rows[n] = {
             "raw": raw,
             "ledger": ledger,
             "ratio": ledger / raw if raw else None,
             "http_two_servers": over_http,
             "http_ratio": over_http / raw if raw else None,
+            **cpu,
         }
         print(
             f"{n:>7} {raw:>10,.0f} {ledger:>10,.0f} {ledger / raw:>6.2f} "
-            f"{over_http:>10,.0f} {over_http / raw:>6.2f}"
+            f"{over_http:>10,.0f} {over_http / raw:>6.2f}  "
+            f"{cpu_text(cpu['raw_client_cpu_ms'], cpu['raw_server_cpu_ms']):>40} "
+            f"{cpu_text(cpu['ledger_client_cpu_ms'], cpu['ledger_server_cpu_ms']):>15}"
         )
     common.write_result(args.output, common.result(args, seconds=args.seconds, rows=rows))
     return 0
+
+
+def median_or_none(values: list[float | None]) -> float | None:
+    known = [value for value in values if value is not None]
+    return common.median(known) if len(known) == len(values) else None
+
+
+def cpu_text(client: float | None, server: float | None) -> str:
+    server_text = f"{server:.2f}" if server is not None else "?"
+    return f"{client:.2f} + {server_text}" if client is not None else "?"
 
 
 if __name__ == "__main__":
