@@ -417,10 +417,14 @@ class PlanLedger:
             )
         ]
 
+    def store_position(self) -> int:
+        """The position of the store's order the views have reached."""
+        return self.views.max_notification_id()
+
     def health(self) -> Health:
         """The store position reached, and what is wrong (None while all is well)."""
         try:
-            position = self.views.max_notification_id()
+            position = self.store_position()
         except Exception as error:
             return Health(store_position=0, error=f"database unavailable: {error_line(error)}")
         feed_error = self._signal.error if self._signal is not None else None

@@ -31,6 +31,7 @@ from tests.e2e.test_server import (
     propose,
     running_server,
 )
+from tests.integration.storage import edit_event
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -292,6 +293,32 @@ def test_unknown_session_is_a_404_page(browser: Browser, web_server: Server) -> 
             assert response.headers["content-type"].startswith("text/html")
             expect(view.page.locator("h1")).to_have_text("Session not found")
             expect(view.page.locator("#not-found")).to_contain_text(sid)
+
+
+def test_a_session_with_a_broken_chain_is_a_409_page_naming_where(
+    browser: Browser, tmp_path: Path
+) -> None:
+    database = f"sqlite:///{tmp_path / 'ledger.sqlite3'}"
+    with running_server(database, tmp_path / "home") as server:
+        with server.client() as client:
+            open_session(client, "edited")
+            propose(client, "edited", PLAN_1, 200)
+
+        def change(data: dict[str, Any]) -> None:
+            data["mode"] = "plan"
+
+        edit_event(database, "session:edited", 1, change, rechain=False)
+        with viewer(browser, server) as view:
+            response = view.page.goto(f"{server.url}/ui/sessions/edited")
+            assert response is not None and response.status == 409
+            assert response.headers["content-type"].startswith("text/html")
+            expect(view.page.locator("h1")).to_have_text("Corrupt history")
+            text = view.page.locator("#corrupt-history").inner_text()
+            assert "edited" in text and "chain_broken" in text, text
+            assert view.page.locator("#plan").count() == 0  # no history shown as the truth
+            shot = tmp_path / "corrupt-session.png"
+            view.page.screenshot(path=str(shot), full_page=True)
+            print(f"screenshot: {shot}")
 
 
 # -- live updates and the slider --------------------------------------------------------------

@@ -6,6 +6,7 @@ from datetime import datetime
 from html import escape
 from urllib.parse import quote
 
+from domain.errors import CorruptHistory
 from planledger.service.results import SessionView
 from projections.shapes import SessionList, SessionListItem
 
@@ -197,3 +198,18 @@ def not_found_page(session_id: str, static: str) -> str:
         '<p><a href="/ui">All sessions</a></p></main>'
     )
     return layout("not found", body, static)
+
+
+def corrupt_page(error: CorruptHistory, static: str) -> str:
+    """A session whose stored history fails its checks: where, which rule, and what to run."""
+    body = (
+        '<main class="page" id="corrupt-history"><h1>Corrupt history</h1>'
+        f"<p>The stored history of session <code>{escape(error.session_id)}</code> fails its "
+        f"checks at event <code>{error.position}</code>: "
+        f'<span class="corrupt">{escape(error.rule)}</span>.</p>'
+        f'<p class="error">{escape(error.detail)}</p>'
+        "<p>Nothing is shown as its history. <code>planledger verify</code> reports every "
+        "session that fails, and a signed checkpoint proves what was there before.</p>"
+        '<p><a href="/ui">All sessions</a></p></main>'
+    )
+    return layout("corrupt history", body, static)

@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from domain.errors import ErrorKind, LedgerError
+from domain.errors import CorruptHistory, ErrorKind, LedgerError
 from planledger.clients.http.deps import service_of
 from planledger.clients.http.guards import TOKEN_COOKIE
 from planledger.clients.web import pages
@@ -48,9 +48,11 @@ def session_page(request: Request, session_id: str) -> Response:
     service = service_of(request)
     # Read first: the history the script fetches next holds every event up to this position,
     # and the stream it opens from here brings every later one.
-    after = service.health().store_position
+    after = service.store_position()
     try:
         view = service.session(session_id)
+    except CorruptHistory as error:
+        return page(pages.corrupt_page(error, STATIC_PREFIX), status_code=409)
     except LedgerError as error:
         if error.kind not in (ErrorKind.NOT_FOUND, ErrorKind.INVALID):
             raise
