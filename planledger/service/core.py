@@ -28,7 +28,7 @@ from domain.ids import validate_id
 from domain.session import Mode, Origin
 from planledger.service.feed import ChangeSignal, FeedEvent
 from planledger.service.files import FilesFollower, PlanFiles
-from planledger.service.ledger import Call, Ledger
+from planledger.service.ledger import Call, Ledger, session_view
 from planledger.service.results import Decision, Problem, SessionView, VerifyReport
 from planledger.storage.errors import may_not_write, probe_cause, unavailable_cause
 from planledger.storage.settings import DatabaseSettings, database_settings, home_dir
@@ -195,13 +195,11 @@ class PlanLedger:
     def session(self, session_id: str) -> SessionView:
         """The session's mode and goals, replayed from its events (a session whose events are
         not the ones the ledger wrote is an error, as for its plan)."""
-        self._sound_chains(session_id)  # before the replay, whose rules an edit may break
-        return self.ledger.session(session_id)
+        return session_view(self.ledger.checked_session(session_id))
 
     def should_continue(self, session_id: str) -> bool:
         """True exactly when the session has an active goal (never from edited events)."""
-        self._sound_chains(session_id)
-        return self.ledger.should_continue(session_id)
+        return self.ledger.checked_session(session_id).should_continue
 
     def sessions(self) -> SessionList:
         """Every session, newest first."""

@@ -248,9 +248,6 @@ class Ledger(Application[str]):
             self._update(session_id, self._session, lambda s: s.move_goal(goal_id, edge))
         )
 
-    def should_continue(self, session_id: str) -> bool:
-        return self._session(session_id).should_continue
-
     # -- plans ------------------------------------------------------------------------------
 
     def submit(
@@ -545,12 +542,32 @@ class Ledger(Application[str]):
             plan = replayed_plan(session_id, stream, PlanEventDecoder(self.mapper), chained=True)
         return judge(session_id, session, plan)
 
-    def broken_chain(self, session_id: str, plan_version: int = 0) -> CorruptHistory | None:
-        """Where the session's chains break (its session stream's, then its plan stream's),
-        or where its plan stream ends before `plan_version` (events the views were made from
-        are gone); None when both hold."""
-        last = 0  # the plan stream's last position, once both are read
-        for aggregate_id in (session_aggregate_id(session_id), plan_aggregate_id(session_id)):
+    def checked_session(self, session_id: str) -> Session:
+        """The session replayed from its events, each one's chain checked before it is applied,
+        once its plan stream's chain is found whole too (each stream read once)."""
+        validate_id(session_id)
+        rows = self.chained_rows(session_aggregate_id(session_id))
+        session, problem = replay(session_id, rows, self.mapper, chained=True)
+        if problem is not None:
+            raise CorruptHistory(session_id, problem.position, problem.rule, problem.message)
+        if session is None:
+            raise SessionNotFound(session_id)
+        broken = self.broken_chain(session_id, streams=(plan_aggregate_id(session_id),))
+        if broken is not None:
+            raise broken
+        assert isinstance(session, Session)
+        return session
+
+    def broken_chain(
+        self, session_id: str, plan_version: int = 0, streams: Sequence[str] | None = None
+    ) -> CorruptHistory | None:
+        """Where the session's chains break (its session stream's, then its plan stream's;
+        or only `streams`'), or where its plan stream ends before `plan_version` (events the
+        views were made from are gone); None when they hold."""
+        if streams is None:
+            streams = (session_aggregate_id(session_id), plan_aggregate_id(session_id))
+        last = 0  # the last stream's last position, once all are read
+        for aggregate_id in streams:
             links, last = StreamChain(), 0
             for row in self.chained_rows(aggregate_id):
                 why = links.broken(row)
