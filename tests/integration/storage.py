@@ -13,8 +13,17 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import psycopg
+import pytest
 
 from domain.chain import GENESIS, link
+from domain.errors import CorruptHistory
+
+
+def corrupt_at(read: Callable[[], object]) -> tuple[int, str]:
+    """(position, rule) of the CorruptHistory that `read` must raise."""
+    with pytest.raises(CorruptHistory) as caught:
+        read()
+    return caught.value.position, caught.value.rule
 
 
 def _split_postgres(url: str) -> tuple[str, str]:
