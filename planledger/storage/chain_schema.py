@@ -1,7 +1,8 @@
 """The events' `chain` column (domain.chain) and the tables of the audit, set up once with the
 rest of the schema (planledger.storage.schema, under its lock).
 
-On PostgreSQL a trigger computes the chain of each new event inserted without one, in the
+On PostgreSQL the writer sends the chain of each new event whose previous chain it knows
+(planledger.storage.known_chains), and a trigger computes the chain of any other, in the
 inserting transaction, from the previous event of its stream (the writer holds that stream's
 next version: no store-wide serialisation); on SQLite the recorder computes it
 (planledger.storage.sqlite_recorder). Events stored before the chain existed are chained once,

@@ -22,6 +22,7 @@ from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg import sql
 
 from planledger.storage.horizon import MAX_EVENTS_PER_WRITE, XACT_BASE
+from planledger.storage.known_chains import KnownChains
 from planledger.storage.recorder import InlineViews
 from planledger.storage.scan import ChainedEvent
 from planledger.storage.view_rows import SESSION_COLUMNS, ViewRows, columns, rows_of
@@ -31,6 +32,16 @@ class OneTripPostgresRecorder(PostgresApplicationRecorder):
     # Each read tried once: the service's `heals` retries within its bound (postgres_factory).
     select_events = inspect.unwrap(PostgresApplicationRecorder.select_events)
     select_notifications = inspect.unwrap(PostgresApplicationRecorder.select_notifications)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The events' chain column, which every insert names (a store made before it gets it
+        # from planledger.storage.chain_schema, with the trigger and the chains of old events).
+        table = sql.Identifier(self.datastore.schema, self.events_table_name)
+        self.sql_create_statements.append(
+            sql.SQL("ALTER TABLE {0} ADD COLUMN IF NOT EXISTS chain text").format(table)
+        )
+        self.known_chains = KnownChains()
 
     def insert_events(
         self,
@@ -49,10 +60,11 @@ class OneTripPostgresRecorder(PostgresApplicationRecorder):
             if views is not None
             else ViewRows()
         )
-        tables = [
+        chains = self.known_chains.chains_of(stored_events)
+        tables: list[list[tuple[Any, ...]]] = [
             [
-                (e.originator_id, e.originator_version, e.topic, e.state, n)
-                for n, e in enumerate(stored_events)
+                (e.originator_id, e.originator_version, e.topic, e.state, n, chain)
+                for n, (e, chain) in enumerate(zip(stored_events, chains, strict=True))
             ]
         ]
         if views is not None:
@@ -73,16 +85,15 @@ class OneTripPostgresRecorder(PostgresApplicationRecorder):
             for table in tables:
                 params += [value for row in table for value in row]
         error: Exception | None = None
-        result: list[tuple[int, int]] = []
+        result: list[tuple[int, int, str | None]] = []
         with self.datastore.get_connection() as conn:
             insert, notify = self._statements(conn, shape)
             with conn.cursor() as head, conn.cursor(row_factory=psycopg.rows.tuple_row) as cur:
                 try:
                     # Leaving the pipeline block sends the one sync and reads every result.
                     with conn.pipeline() as pipeline:
-                        # One statement, so its own transaction (the connection commits every
-                        # statement), which the sync ends: an explicit BEGIN and COMMIT cost
-                        # psycopg a quarter of a submit's CPU.
+                        # One statement, so a transaction of its own (the connection commits
+                        # every statement), which the sync ends: no BEGIN and COMMIT to send.
                         cur.execute(insert, params, prepare=True)
                         pipeline.sync()
                         # Followers are woken by a transaction of its own: a transaction that
@@ -99,6 +110,7 @@ class OneTripPostgresRecorder(PostgresApplicationRecorder):
                 ):
                     conn.rollback()
                 raise error  # get_connection() turns psycopg errors into the library's
+        self.known_chains.stored(stored_events, [row[2] for row in result])
         if views is not None:  # every session's views stored with its events
             views.applied = bool(result) and result[0][1] == len(tables[1])
         return [row[0] for row in result]
@@ -142,7 +154,7 @@ ARRAYS_FROM = 64
 ARRAYS = -1  # the count of a table in the shape of a write sent as arrays
 # The column types of the events, views, history and sessions rows.
 TYPES = (
-    ("text", "bigint", "text", "bytea", "bigint"),
+    ("text", "bigint", "text", "bytea", "bigint", "text"),
     ("text", "bigint", "bigint", "bigint", "json"),
     ("text", "bigint", "text", "bigint", "json", "json", "text"),
     ("text", "bigint", "text", "text", "text", "text", "text", "text"),
@@ -180,24 +192,28 @@ def insert_with_views(schema: str, events_table: str, shape: tuple[int, ...]) ->
     positions from the insert), and upsert the session rows of sessions that have one (or are
     new). `shape`: how many rows of each table are sent (events, then views,
     history and sessions when the views are written), each ARRAYS for a large write sent as
-    arrays. Returns (notification_id, sessions whose views were stored) per event."""
+    arrays. Returns (notification_id, sessions whose views were stored, chain) per event."""
     counts = [None if count == ARRAYS else count for count in shape]
     events = sql.Identifier(schema, events_table)
     # Rows are inserted in the order sent: the events get their positions, and their chains
     # (a trigger reads the one before), in it.
+    # (A NULL chain is the trigger's to compute, planledger.storage.known_chains.)
     insert = sql.SQL(
-        "INSERT INTO {events} (notification_id, originator_id, originator_version, topic, state) "
-        "SELECT {base} + r.n, r.o, r.v, r.t, r.s FROM {rows} "
-    ).format(events=events, base=sql.SQL(XACT_BASE), rows=rows_from(0, counts[0], "o, v, t, s, n"))
+        "INSERT INTO {events} "
+        "(notification_id, originator_id, originator_version, topic, state, chain) "
+        "SELECT {base} + r.n, r.o, r.v, r.t, r.s, r.c FROM {rows} "
+    ).format(
+        events=events, base=sql.SQL(XACT_BASE), rows=rows_from(0, counts[0], "o, v, t, s, n, c")
+    )
     if len(counts) == 1:  # a plain insert (the library's contract tests use it so)
         return sql.SQL(
-            "WITH ins AS ({insert}RETURNING notification_id) "
-            "SELECT notification_id, 0 FROM ins ORDER BY notification_id"
+            "WITH ins AS ({insert}RETURNING notification_id, chain) "
+            "SELECT notification_id, 0, chain FROM ins ORDER BY notification_id"
         ).format(insert=insert)
     views = sql.Identifier(schema, "planledger_plan_views")
     if counts[1] == 0:  # no plan events: no session's views to store
         head = sql.SQL(
-            "WITH ins AS ({insert}RETURNING notification_id), "
+            "WITH ins AS ({insert}RETURNING notification_id, chain), "
             "ok AS (SELECT NULL::text AS sid LIMIT 0)"
         )
         parts: list[sql.Composable] = [head.format(insert=insert)]
@@ -205,7 +221,7 @@ def insert_with_views(schema: str, events_table: str, shape: tuple[int, ...]) ->
         parts = [
             sql.SQL(
                 "WITH ins AS ({insert}RETURNING notification_id, originator_id, "
-                "originator_version), "
+                "originator_version, chain), "
                 "vr AS (SELECT * FROM {rows}), "
                 # The sessions whose views this write stores: those whose view is at the event
                 # before (a concurrent runner only ever writes an earlier one), and new ones.
@@ -264,7 +280,8 @@ def insert_with_views(schema: str, events_table: str, shape: tuple[int, ...]) ->
         )
     parts.append(
         sql.SQL(
-            " SELECT notification_id, (SELECT count(*) FROM ok) FROM ins ORDER BY notification_id"
+            " SELECT notification_id, (SELECT count(*) FROM ok), chain FROM ins "
+            "ORDER BY notification_id"
         )
     )
     return sql.Composed(parts)

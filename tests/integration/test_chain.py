@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -230,3 +231,41 @@ def test_a_session_event_inserted_after_the_views_caught_up_marks_its_session_co
     with pytest.raises(CorruptHistory):
         fresh.plan("s1")
     assert fresh.plan("s2").revision == 3
+
+
+@contextmanager
+def chain_trigger_off(postgres_url: str) -> Iterator[None]:
+    dsn, schema = postgres_url.split("?schema=")
+    table = f'"{schema}".planledger_events'
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER planledger_chain")
+        try:
+            yield
+        finally:
+            conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER planledger_chain")
+
+
+def test_a_postgres_writer_chains_what_follows_its_own_writes_and_the_trigger_the_rest(
+    postgres_url: str, new_ledger: Callable[[str], PlanLedger]
+) -> None:
+    """Where a writer knows the chain before (a new stream, or the stream's last event is its
+    own), it writes the chain itself (the trigger is off meanwhile); where another writer
+    wrote since, the trigger computes it; either way the chain is the one `link` gives."""
+    writer, other = new_ledger(postgres_url), new_ledger(postgres_url)
+    with chain_trigger_off(postgres_url):
+        writer.open_session("s")
+        writer.submit("s", codex(("Look", "in_progress"), ("Fix", "pending")))
+        writer.submit("s", codex(("Look", "completed"), ("Fix", "in_progress")))
+    assert len(rows(postgres_url, "plan:s")) == 5
+    assert all(row.chain for row in rows(postgres_url, "plan:s"))
+    other.submit("s", codex(("Look", "completed"), ("Fix", "completed")))
+    # The writer's last chain is no longer the stream's: its retry leaves it to the trigger.
+    writer.submit("s", codex(("Look", "completed"), ("Fix", "completed"), ("Ship", "pending")))
+    for originator_id in ("plan:s", "session:s"):
+        previous = GENESIS
+        for row in rows(postgres_url, originator_id):
+            expected = link(previous, row.topic, originator_id, row.originator_version, row.state)
+            assert row.chain == expected, (originator_id, row.originator_version)
+            previous = expected
+    assert len(rows(postgres_url, "plan:s")) == 9
+    assert new_ledger(postgres_url).verify().problems == []
