@@ -5,9 +5,10 @@ started writing; readers of the store-wide order only read below the oldest tran
 in flight (planledger.storage.horizon), so no reader passes a row that commits later. A
 session's views are stored with its events when its view is at the event before them (per
 session: no store-wide row is written); the projection runner moves the tracking position.
-The INSERT-with-views statement (a transaction of its own) and a NOTIFY in another go to the
-server in one pipeline. A duplicate (originator_id, originator_version) still raises the library's
-IntegrityError: two writers of one revision never both commit.
+The INSERT-with-views statement (a transaction of its own, ended by a pipeline sync), then a
+NOTIFY in another, go to the server in one pipeline. A duplicate (originator_id,
+originator_version) still raises the library's IntegrityError: two writers of one revision
+never both commit.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ class OneTripPostgresRecorder(PostgresApplicationRecorder):
             insert, notify = self._statements(conn, shape)
             with conn.cursor() as head, conn.cursor(row_factory=psycopg.rows.tuple_row) as cur:
                 try:
-                    # Leaving the pipeline block sends the one sync and reads every result.
+                    # The sync reads the insert's result; leaving the block, the notify's.
                     with conn.pipeline() as pipeline:
                         # One statement, so a transaction of its own (the connection commits
                         # every statement), which the sync ends: no BEGIN and COMMIT to send.
