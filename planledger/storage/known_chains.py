@@ -1,6 +1,7 @@
 """The chains a writer computes itself (domain.chain): for each stream it wrote, the stored chain
 of the last event it wrote there, so that its next event's chain needs no read of the one
-before (on PostgreSQL, the trigger's read and hash on the server).
+before (on PostgreSQL, the trigger's read and hash on the server; on SQLite, a read and an
+update of the new row).
 
 An event's chain is computed here only from a chain known to be stored at the version just
 before it: GENESIS before a stream's first event, the event before it in the same write, or

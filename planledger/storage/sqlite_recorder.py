@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 
 from domain.chain import GENESIS, link
+from planledger.storage.known_chains import KnownChains
 from planledger.storage.recorder import InlineViews
 from planledger.storage.scan import ChainedEvent
 from planledger.storage.schema import VIEWS
@@ -24,8 +26,9 @@ class ViewsSQLiteRecorder(SQLiteApplicationRecorder):
         # The columns named: the table has one more than the library's (the chain).
         self.insert_events_statement = (
             f"INSERT INTO {self.events_table_name} "
-            "(originator_id, originator_version, topic, state) VALUES (?,?,?,?)"
+            "(originator_id, originator_version, topic, state, chain) VALUES (?,?,?,?,?)"
         )
+        self.known_chains = KnownChains()
 
     def construct_create_table_statements(self) -> list[str]:
         """The library's events table, with the chain column (a store made before it gets the
@@ -36,18 +39,45 @@ class ViewsSQLiteRecorder(SQLiteApplicationRecorder):
             "PRIMARY KEY (originator_id, originator_version))"
         ]
 
+    def insert_events(
+        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        """The library's insert, each event stored with its chain: the ones whose chain before
+        is known (planledger.storage.known_chains) in the insert, the others right after it."""
+        chains = self.known_chains.chains_of(stored_events)
+        with self.datastore.transaction(commit=True) as c:
+            ids = self._insert_events(c, stored_events, chains=chains, **kwargs)
+        self.known_chains.stored(stored_events, chains)  # committed: every chain filled in
+        return ids
+
     def _insert_events(
         self,
         c: SQLiteCursor,
         stored_events: Sequence[StoredEvent],
         *,
         views: InlineViews | None = None,
+        chains: list[str | None] | None = None,
         **kwargs: Any,
     ) -> Sequence[int] | None:
-        ids = super()._insert_events(c, stored_events, **kwargs)
+        if chains is None:
+            chains = [None] * len(stored_events)
+        ids: list[int] = []
+        for event, chain in zip(stored_events, chains, strict=True):
+            originator_id = event.originator_id
+            c.execute(
+                self.insert_events_statement,
+                (
+                    originator_id.hex if isinstance(originator_id, UUID) else originator_id,
+                    event.originator_version,
+                    event.topic,
+                    event.state,
+                    chain,
+                ),
+            )
+            ids.append(c.lastrowid)
         if not ids:
             return ids
-        self._chain(c, stored_events, ids)
+        self._chain(c, stored_events, ids, chains)
         if views is None:
             return ids
         # The insert took the write lock: nobody else moves the views until we commit.
@@ -83,14 +113,23 @@ class ViewsSQLiteRecorder(SQLiteApplicationRecorder):
             return [ChainedEvent(o, v, t, bytes(s), h) for o, v, t, s, h in c.fetchall()]
 
     def _chain(
-        self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], ids: Sequence[int]
+        self,
+        c: SQLiteCursor,
+        stored_events: Sequence[StoredEvent],
+        ids: Sequence[int],
+        chains: list[str | None],
     ) -> None:
-        """Each new event's chain, from the previous event of its stream (the insert holds the
-        write lock: that event is the stream's last committed one, or one of these)."""
+        """The chain of each new event inserted without one (filled into `chains`), from the
+        previous event of its stream (the insert holds the write lock: that event is the
+        stream's last committed one, or one of these)."""
         last: dict[str, str] = {}
-        chains: list[tuple[str, int]] = []
-        for event, notification_id in zip(stored_events, ids, strict=True):
+        updates: list[tuple[str, int]] = []
+        for index, (event, notification_id) in enumerate(zip(stored_events, ids, strict=True)):
             originator_id, version = str(event.originator_id), event.originator_version
+            known = chains[index]
+            if known is not None:
+                last[originator_id] = known
+                continue
             previous = last.get(originator_id)
             if previous is None:
                 previous = GENESIS
@@ -102,8 +141,9 @@ class ViewsSQLiteRecorder(SQLiteApplicationRecorder):
                     )
                     row = c.fetchone()
                     previous = row[0] if row is not None and row[0] else GENESIS
-            chain = last[originator_id] = link(
+            chain = last[originator_id] = chains[index] = link(
                 previous, event.topic, originator_id, version, event.state
             )
-            chains.append((chain, notification_id))
-        c.executemany(f"UPDATE {self.events_table_name} SET chain = ? WHERE rowid = ?", chains)
+            updates.append((chain, notification_id))
+        if updates:
+            c.executemany(f"UPDATE {self.events_table_name} SET chain = ? WHERE rowid = ?", updates)

@@ -269,3 +269,25 @@ def test_a_postgres_writer_chains_what_follows_its_own_writes_and_the_trigger_th
             previous = expected
     assert len(rows(postgres_url, "plan:s")) == 9
     assert new_ledger(postgres_url).verify().problems == []
+
+
+def test_writers_taking_turns_on_one_session_store_the_chains_link_gives(
+    database_url: str, new_ledger: Callable[[str], PlanLedger]
+) -> None:
+    """Each writer remembers the chain of its own last write: after the other wrote, that
+    chain is stale and must not be built on."""
+    first, second = new_ledger(database_url), new_ledger(database_url)
+    first.open_session("s")
+    first.submit("s", codex(("Look", "in_progress"), ("Fix", "pending")))
+    second.submit("s", codex(("Look", "completed"), ("Fix", "in_progress")))
+    first.submit("s", codex(("Look", "completed"), ("Fix", "completed")))
+    second.submit("s", codex(("Look", "completed"), ("Fix", "completed"), ("Ship", "pending")))
+    first.set_mode("s", "plan")
+    for originator_id in ("plan:s", "session:s"):
+        previous = GENESIS
+        for row in rows(database_url, originator_id):
+            expected = link(previous, row.topic, originator_id, row.originator_version, row.state)
+            assert row.chain == expected, (originator_id, row.originator_version)
+            previous = expected
+    assert len(rows(database_url, "plan:s")) == 9
+    assert new_ledger(database_url).verify().problems == []
