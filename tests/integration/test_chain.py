@@ -64,16 +64,23 @@ def rows(url: str, originator_id: str) -> list[ChainedEvent]:
     return [ChainedEvent(o, v, t, bytes(s), c) for o, v, t, s, c in found]
 
 
+def assert_linked(url: str, *originator_ids: str) -> None:
+    """Every stored chain of these streams is the one `link` gives after the one before."""
+    for originator_id in originator_ids:
+        previous = GENESIS
+        for row in rows(url, originator_id):
+            expected = link(previous, row.topic, originator_id, row.originator_version, row.state)
+            assert row.chain == expected, (originator_id, row.originator_version)
+            previous = expected
+
+
 def test_every_event_is_chained_over_its_canonical_bytes(
     ledger: PlanLedger, database_url: str
 ) -> None:
     for originator_id in ("plan:s1", "session:s1", "plan:s2"):
-        previous = GENESIS
         for row in rows(database_url, originator_id):
             assert canonical(row.state) == row.state  # stored as canonical JSON
-            expected = link(previous, row.topic, originator_id, row.originator_version, row.state)
-            assert row.chain == expected
-            previous = expected
+    assert_linked(database_url, "plan:s1", "session:s1", "plan:s2")
     assert ledger.verify().ok
     assert ledger.report("s1").chain_head == rows(database_url, "plan:s1")[-1].chain
 
@@ -261,12 +268,7 @@ def test_a_postgres_writer_chains_what_follows_its_own_writes_and_the_trigger_th
     other.submit("s", codex(("Look", "completed"), ("Fix", "completed")))
     # The writer's last chain is no longer the stream's: its retry leaves it to the trigger.
     writer.submit("s", codex(("Look", "completed"), ("Fix", "completed"), ("Ship", "pending")))
-    for originator_id in ("plan:s", "session:s"):
-        previous = GENESIS
-        for row in rows(postgres_url, originator_id):
-            expected = link(previous, row.topic, originator_id, row.originator_version, row.state)
-            assert row.chain == expected, (originator_id, row.originator_version)
-            previous = expected
+    assert_linked(postgres_url, "plan:s", "session:s")
     assert len(rows(postgres_url, "plan:s")) == 9
     assert new_ledger(postgres_url).verify().problems == []
 
@@ -283,11 +285,6 @@ def test_writers_taking_turns_on_one_session_store_the_chains_link_gives(
     first.submit("s", codex(("Look", "completed"), ("Fix", "completed")))
     second.submit("s", codex(("Look", "completed"), ("Fix", "completed"), ("Ship", "pending")))
     first.set_mode("s", "plan")
-    for originator_id in ("plan:s", "session:s"):
-        previous = GENESIS
-        for row in rows(database_url, originator_id):
-            expected = link(previous, row.topic, originator_id, row.originator_version, row.state)
-            assert row.chain == expected, (originator_id, row.originator_version)
-            previous = expected
+    assert_linked(database_url, "plan:s", "session:s")
     assert len(rows(database_url, "plan:s")) == 9
     assert new_ledger(database_url).verify().problems == []
