@@ -2,7 +2,7 @@
 through `open_planledger().submit` beside a raw single-row INSERT + COMMIT, in the same run.
 
     python bench/submit_instructions.py [--submits 300] [--warmup 60]
-        [--database postgres|sqlite|URL] [--output bench/results/submit_instructions.json]
+        [--database postgres|URL] [--output bench/results/submit_instructions.json]
 
 Wall-clock rates on a shared machine swing by more than the changes worth measuring (see
 bench/writers.py); an instruction count swings far less, since it does not count the time the

@@ -76,7 +76,7 @@ def replay(
             assert isinstance(event, Event)
             aggregate = event.mutate(aggregate)
         except CorruptHistory as error:
-            return aggregate, problem(session_id, error.position, error.rule, error.detail)
+            return aggregate, corrupt_at(session_id, error)
         except OriginatorVersionError as error:
             return aggregate, problem(session_id, position, "missing_event", str(error))
         except Exception as error:  # an edited row that no longer decodes
@@ -95,8 +95,8 @@ def _chained(
     at = first_break(rows)  # type: ignore[arg-type]  # (rows read with their chains)
     if at is None:
         return rows, None
-    error = chain_broken(session_id, rows[at])  # type: ignore[arg-type]
-    return rows[:at], problem(session_id, error.position, error.rule, error.detail)
+    broken = chain_broken(session_id, rows[at])  # type: ignore[arg-type]
+    return rows[:at], corrupt_at(session_id, broken)
 
 
 def chain_broken(session_id: str, stored: ChainedRow) -> CorruptHistory:
@@ -151,8 +151,7 @@ def replayed_plan(
         try:
             plan, _ = apply_to_state(plan, session_id, event)
         except CorruptHistory as error:
-            found_problem = problem(session_id, error.position, error.rule, error.detail)
-            return Replayed(found=True, problem=found_problem)
+            return Replayed(found=True, problem=corrupt_at(session_id, error))
         except Exception as error:  # an edited row decoded to what the rules cannot take
             return Replayed(found=True, problem=unreadable(session_id, stored, error))
     if broken is not None:
@@ -188,6 +187,11 @@ def judge(session_id: str, session: Replayed, plan: Replayed) -> list[Problem]:
 
 def problem(session_id: str, position: int, rule: str, message: str) -> Problem:
     return Problem(session_id=session_id, position=position, rule=rule, message=message)
+
+
+def corrupt_at(session_id: str, error: CorruptHistory) -> Problem:
+    """A replay's CorruptHistory as the session's problem."""
+    return problem(session_id, error.position, error.rule, error.detail)
 
 
 def replay_range(
