@@ -11,6 +11,7 @@ share, and the ids agents use (UUIDs, numbered names) spread evenly.
 from __future__ import annotations
 
 import sqlite3
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ class PostgresShares:
         self.sql = (
             f"{event_row_sql(events_table, 'notification_id', POSTGRES_PLAN)} "
             "WHERE e.notification_id > %s AND e.notification_id <= %s "
-            f"AND {POSTGRES_SHARE} = %s ORDER BY e.notification_id"
+            f"AND {POSTGRES_SHARE} = %s"
         )
 
     def read(self, after: int, upto: int, share: int) -> list[tuple[Any, ...]]:
@@ -81,4 +82,8 @@ class PostgresShares:
 
             self.conn = psycopg.connect(self.conninfo, autocommit=True)
         params = (after, upto, self.count, share)
-        return self.conn.cursor(binary=True).execute(self.sql, params).fetchall()
+        rows = self.conn.cursor(binary=True).execute(self.sql, params).fetchall()
+        # Put in order here: the server would sort these wide rows on disk (past work_mem),
+        # about a quarter of its reading's CPU; ids are unique, so the first item decides.
+        rows.sort(key=itemgetter(0))
+        return rows
