@@ -283,7 +283,21 @@ def check_goal(goal_id: str | None, session_goals: Collection[str]) -> list[Viol
 def step_transitions(
     previous: PlanSnapshot | None, snapshot: PlanSnapshot
 ) -> list[tuple[str, str | None, str | None]]:
-    """(step_id, from, to) for every step whose status changed, was added or was removed."""
+    """(step_id, from, to) for every step whose status changed, was added or was removed.
+    (Ids are unique within a plan the rules let through: see _check_steps.)"""
+    if previous is snapshot:  # a plan sent again as it was (decoded once: one object)
+        return []
+    if previous is not None and len(previous.steps) == len(snapshot.steps):
+        # The common case, the same steps in the same order: their statuses compared in
+        # place, without the maps below (every commit's history entry asks).
+        changed: list[tuple[str, str | None, str | None]] = []
+        for old, new in zip(previous.steps, snapshot.steps, strict=True):
+            if old.id != new.id:
+                break
+            if old.status != new.status:
+                changed.append((new.id, old.status, new.status))
+        else:
+            return changed
     before = {step.id: step.status for step in previous.steps} if previous else {}
     after = {step.id: step.status for step in snapshot.steps}
     changes: list[tuple[str, str | None, str | None]] = []

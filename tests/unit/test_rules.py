@@ -860,6 +860,34 @@ def test_step_transitions() -> None:
     assert rules.step_transitions(None, snap(("a", "pending"))) == [("a", None, "pending")]
 
 
+@pytest.mark.parametrize(
+    ("after", "expected"),
+    [
+        pytest.param((("a", "completed"), ("b", "pending")), [], id="unchanged"),
+        pytest.param(
+            (("a", "completed"), ("b", "in_progress")),
+            [("b", "pending", "in_progress")],
+            id="same-order",
+        ),
+        pytest.param(
+            (("b", "in_progress"), ("a", "completed")),
+            [("b", "pending", "in_progress")],
+            id="reordered",
+        ),
+        pytest.param(
+            (("a", "completed"), ("c", "pending")),
+            [("c", None, "pending"), ("b", "pending", None)],
+            id="replaced",
+        ),
+    ],
+)
+def test_step_transitions_of_plans_of_one_length(
+    after: tuple[tuple[str, str], ...], expected: list[tuple[str, str | None, str | None]]
+) -> None:
+    before = snap(("a", "completed"), ("b", "pending"))
+    assert rules.step_transitions(before, snap(*after)) == expected
+
+
 def test_violation_json_drops_absent_location() -> None:
     assert Violation(code="x", message="m").model_dump(mode="json") == {
         "code": "x",
