@@ -886,6 +886,7 @@ def test_step_transitions_of_plans_of_one_length(
 ) -> None:
     before = snap(("a", "completed"), ("b", "pending"))
     assert rules.step_transitions(before, snap(*after)) == expected
+    assert rules.step_transitions(before, before) == []  # one object: a plan sent again
 
 
 def test_violation_json_drops_absent_location() -> None:
