@@ -251,11 +251,10 @@ def main(argv: list[str] | None = None) -> None:
         )
     pairs = zip(rates["verify_unchained"], rates["verify"], strict=True)
     chain_cost = common.median([bare / chained for bare, chained in pairs])
-    cpu_pairs = zip(cpus["verify"], cpus["verify_unchained"], strict=True)
+    cpu_pairs = list(zip(cpus["verify"], cpus["verify_unchained"], strict=True))
     chain_cpu_cost = common.median([chained / bare for chained, bare in cpu_pairs])
     # The same in microseconds: a fixed cost per event, which a faster verify makes a larger
     # share of (the ratios above fall as verify slows, rise as it speeds up).
-    cpu_pairs = zip(cpus["verify"], cpus["verify_unchained"], strict=True)
     chain_cpu_us = common.median([chained - bare for chained, bare in cpu_pairs])
     print(
         f"\nverify with the chain takes {chain_cost:.3f}x the time without it, and "
