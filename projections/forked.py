@@ -9,18 +9,17 @@ locks held by other threads): the function it runs is pure work on its messages.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
-from multiprocessing.connection import Connection
-from typing import Any
+from multiprocessing.connection import Connection, wait
+from typing import Any, cast
 
 STOP_WAIT = 1.0  # seconds an idle worker is given to end before it is terminated
-# Workers yield the CPU to their parent: it reads and writes for all of them, so a batch that
-# waits for it waits for every worker (on 2 cores, 3 processes would share them evenly).
-WORKER_NICENESS = 10
+# Workers run at their parent's priority. (Lowered, they lost the CPU to the database server's
+# processes, which serve their reads, and to the parent, always to the same worker: a rebuild
+# of the bulk bench's store on PostgreSQL, 2 cores, ran about 13% slower at niceness 10.)
 
 
 class WorkerFailed(Exception):
@@ -53,6 +52,7 @@ class ForkedWorkers:
         context = multiprocessing.get_context("fork")
         self.pipes: list[Connection] = []
         self.processes: list[Any] = []
+        self.outstanding: list[int] = []  # each worker's messages not answered yet
         for _ in range(count):
             here, there = context.Pipe()
             parents = [*self.pipes, here]  # ends a worker must close: its pipe ends at EOF
@@ -66,33 +66,51 @@ class ForkedWorkers:
             there.close()
             self.pipes.append(here)
             self.processes.append(process)
+            self.outstanding.append(0)
 
     def send(self, messages: Sequence[Any]) -> None:
-        """One message to each worker, in the workers' order."""
-        for pipe, message in zip(self.pipes, messages, strict=True):
+        """One message to each worker, in the workers' order. A worker may be sent its next
+        message before it answers the last: it takes them in order."""
+        for index, (pipe, message) in enumerate(zip(self.pipes, messages, strict=True)):
             try:
                 pipe.send(message)
             except OSError as error:
                 raise WorkerFailed(f"a worker process died: {error!r}") from None
+            self.outstanding[index] += 1
 
     def receive(self) -> list[Any]:
-        """Each worker's answer to its last message, in the workers' order."""
-        answers = []
-        for pipe in self.pipes:
-            try:
-                kind, answer = pipe.recv()
-            except (EOFError, OSError) as error:
-                raise WorkerFailed(f"a worker process died: {error!r}") from None
-            if kind == "error":
-                raise WorkerFailed(answer)
-            answers.append(answer)
+        """Each worker's answer to its oldest message not answered yet, in the workers' order.
+        Answers are taken as they come: a worker that finishes first is not held up sending
+        its answer (through a pipe smaller than it) until the others have sent theirs."""
+        answers: list[Any] = [None] * len(self.pipes)
+        waiting = {pipe: index for index, pipe in enumerate(self.pipes)}
+        while waiting:
+            for pipe in cast(list[Connection], wait(list(waiting))):
+                index = waiting.pop(pipe)
+                try:
+                    kind, answer = pipe.recv()
+                except (EOFError, OSError) as error:
+                    raise WorkerFailed(f"a worker process died: {error!r}") from None
+                self.outstanding[index] -= 1
+                if kind == "error":
+                    raise WorkerFailed(answer)
+                answers[index] = answer
         return answers
 
-    def close(self) -> None:
-        """Stop every worker: an idle one ends when its pipe closes, a busy one is ended (what
-        it was doing is no longer wanted)."""
-        for pipe in self.pipes:
+    def stop(self) -> None:
+        """Tell every worker to end, without waiting for it: an idle one ends when its pipe
+        closes, a busy one is ended (what it was doing is no longer wanted). `close` then
+        waits for them; in between, this process can go on while they exit."""
+        for pipe, process, outstanding in zip(
+            self.pipes, self.processes, self.outstanding, strict=True
+        ):
             pipe.close()
+            if outstanding and process.is_alive():
+                process.terminate()
+
+    def close(self) -> None:
+        """Stop every worker (see `stop`) and wait until each has ended."""
+        self.stop()
         for process in self.processes:
             process.join(STOP_WAIT)
             if process.is_alive():
@@ -109,8 +127,6 @@ def _serve(
 ) -> None:
     for end in parents:  # the parent's ends, copied by the fork
         end.close()
-    with contextlib.suppress(OSError):
-        os.nice(WORKER_NICENESS)
     gc.freeze()  # the parent's objects: never scanned here, so never copied by the collector
     if not collect:  # what the work keeps holds no cycles: no collection at all
         gc.disable()

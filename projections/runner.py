@@ -12,6 +12,7 @@ committed views and tracked separately (rewriting a file is idempotent).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -73,6 +74,10 @@ class ShareReader(Protocol):
     """Reads, in a forked worker, the events of one share of the sessions (see
     ViewStorage.share_reader)."""
 
+    def connect(self) -> None:
+        """Connect now, not at the first read (a worker, as it starts: while its parent still
+        prepares the first batch)."""
+
     def read(self, after: int, upto: int, share: int) -> list[tuple[Any, ...]]:
         """The event rows (see event_rows) of the folded events in (after, upto] of the
         sessions of `share`, in order; a plan event's previous chain is left None (the worker,
@@ -114,6 +119,9 @@ class ViewStorage(Protocol):
     def wait_for_events(self, timeout: float) -> bool: ...
     def reset(self) -> None: ...
     def bulk_writes(self) -> AbstractContextManager[None]: ...
+    def between_batches(self) -> None:
+        """Between two batches of bulk writes: what the database would do at their end."""
+
     def close(self) -> None: ...
 
 
@@ -159,6 +167,14 @@ class FoldState:
     chains: dict[str, str | None] = field(default_factory=dict)
     plans: dict[str, PlanState] = field(default_factory=dict)
     broken: set[str] = field(default_factory=set)
+
+
+def fold_state(reader: ShareReader) -> FoldState:
+    """A fold worker's state as it starts, connected (if it cannot connect yet, its first read
+    tries again, and its error is then the worker's answer)."""
+    with contextlib.suppress(Exception):
+        reader.connect()
+    return FoldState(reader)
 
 
 @dataclass
@@ -309,17 +325,18 @@ class ProjectionRunner:
 
     # -- a rebuild spread over worker processes ----------------------------------------------
 
-    def _rebuild_forked(self, on_batch: Callable[[int, int], None] | None) -> None:
+    def _rebuild_forked(self, on_batch: Callable[[int, int], None] | None) -> ForkedWorkers:
         """Reset the views, then apply the events from position 0, each batch read, decoded,
         folded and made into rows by forked workers (each reads the events of its own
         sessions, on a connection of its own) while this process writes the batch before (and
         resets the views while they fold the first). Every batch still commits with its
         position, so this stops at any batch and `catch_up` goes on from there: when another
         runner moved the position, a worker failed, or a worker holds MAX_WORKER_SESSIONS
-        views."""
+        views. Returns the workers, stopped: the caller waits for them to end (`close`) once
+        it has done what it can do while they exit."""
         count = self.workers
         reader = self.store.share_reader(count)
-        workers = ForkedWorkers(count, functools.partial(FoldState, reader), self._fold_part)
+        workers = ForkedWorkers(count, functools.partial(fold_state, reader), self._fold_part)
         reset = False
 
         def send(bounds: Bounds, after: int) -> None:
@@ -336,21 +353,26 @@ class ProjectionRunner:
                 reset = True
                 position = 0
                 while bounds[0]:
+                    # Two batches in flight: a worker that has sent its part of this one goes
+                    # on with the next at once, whatever the others and this process still do
+                    # (a full worker, below, folds one batch more than it keeps).
                     upcoming = self._bounds_after(bounds)
+                    if upcoming[0]:
+                        send(upcoming, bounds[1])
                     answers: list[FoldedPart] = workers.receive()
-                    full = any(answer.full for answer in answers)
-                    if upcoming[0] and not full:
-                        send(upcoming, bounds[1])  # folded while we write
                     position = self._write_folded(position, bounds, answers, on_batch)
-                    if full:
-                        return
+                    if any(answer.full for answer in answers):
+                        break
+                    if upcoming[0]:
+                        self.store.between_batches()  # while the workers fold the next batch
                     bounds = upcoming
         except (StaleBatch, WorkerFailed):
             pass  # the views stored are those of the last batch written: catch_up goes on
         finally:
-            workers.close()
+            workers.stop()
             if not reset:
                 self.store.reset()
+        return workers
 
     def _write_folded(
         self,
@@ -424,13 +446,14 @@ class ProjectionRunner:
         self.corrupt.clear()
         with self.changed:
             self.position = 0
-        with self.store.bulk_writes():
+        # (the workers' exit overlaps with the catch-up and the end of the bulk writes)
+        with contextlib.ExitStack() as after, self.store.bulk_writes():
             if (
                 self.workers > 1
                 and can_fork()
                 and self.store.batch_bounds(0, PARALLEL_MIN_EVENTS)[0] >= PARALLEL_MIN_EVENTS
             ):
-                self._rebuild_forked(on_batch)  # resets the views first
+                after.callback(self._rebuild_forked(on_batch).close)  # resets the views first
             else:
                 self.store.reset()
             return self.catch_up(on_batch)

@@ -114,6 +114,9 @@ class PostgresViewStore(ViewStore):
             if rows.sessions:
                 cursor.execute(UPSERT_SESSIONS, columns(rows.sessions))
 
+    def between_batches(self) -> None:
+        pass  # the server's own checkpointer writes its WAL's pages back
+
     def reset(self) -> None:
         """Forget every view and position: TRUNCATE (in the same transaction as the position)
         frees the tables at once, where DELETE would mark each row and index entry dead."""

@@ -56,9 +56,13 @@ class SqliteShares:
             f"AND e.rowid <= ? AND {SQLITE_SHARE} = ? ORDER BY e.rowid"
         )
 
-    def read(self, after: int, upto: int, share: int) -> list[tuple[Any, ...]]:
+    def connect(self) -> None:
         if self.conn is None:
             self.conn = sqlite3.connect(self.path, timeout=self.timeout)
+
+    def read(self, after: int, upto: int, share: int) -> list[tuple[Any, ...]]:
+        self.connect()
+        assert self.conn is not None
         return self.conn.execute(self.sql, (after, upto, self.count, share)).fetchall()
 
 
@@ -76,11 +80,15 @@ class PostgresShares:
             f"AND {POSTGRES_SHARE} = %s"
         )
 
-    def read(self, after: int, upto: int, share: int) -> list[tuple[Any, ...]]:
+    def connect(self) -> None:
         if self.conn is None:
             import psycopg  # as planledger.storage.views: only where PostgreSQL is used
 
             self.conn = psycopg.connect(self.conninfo, autocommit=True)
+
+    def read(self, after: int, upto: int, share: int) -> list[tuple[Any, ...]]:
+        self.connect()
+        assert self.conn is not None
         params = (after, upto, self.count, share)
         rows = self.conn.cursor(binary=True).execute(self.sql, params).fetchall()
         # Put in order here: the server would sort these wide rows on disk (past work_mem),
