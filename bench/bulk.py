@@ -24,6 +24,11 @@ same parameters (default: a temporary folder). On a fresh store, then:
   verify_unchained the same without the hash chains (the chain's cost: issue 23's bar is
                    verify at most 1.10x this; the ratio of their client CPU, and their
                    difference in microseconds per event, are reported beside it);
+  chain_check      the chains alone, checked as verify checks them (domain.chain.first_break
+                   over each stream, rows read before the clock starts, in this process): the
+                   chain's CPU per event measured directly, and its ratio to verify_unchained's
+                   client CPU in the same round, which the difference of two whole passes of
+                   two processes each (above) measures with the machine's noise on both;
   rebuild          `ProjectionRunner.rebuild()` of the views, as `projections rebuild` does.
 
 The imports run once; json_loads before them and every round; the passes over the store
@@ -57,11 +62,12 @@ import pydantic_core
 from shapes import write_corpus
 from verify_rebuild import client_cpu, rebuild
 
+from domain.chain import first_break
 from planledger.importers import import_paths
 from planledger.importers.parallel import shares_wanted
 from planledger.service import PlanLedger, open_planledger
 from planledger.service.verify import verify_store
-from planledger.storage.scan import scan_events
+from planledger.storage.scan import ChainedEvent, scan_events
 
 SEED = 22
 MARKER = ".bulk-corpus.json"
@@ -100,6 +106,27 @@ def decode(service: PlanLedger, loads: Callable[[bytes], Any]) -> int:
         loads(stored.state)
         count += 1
     return count
+
+
+def streams_of(service: PlanLedger) -> list[list[ChainedEvent]]:
+    """Every stored event with its chain, one list per stream in order."""
+    streams: list[list[ChainedEvent]] = []
+    last = None
+    for event in scan_events(service.database):
+        if event.originator_id != last:
+            streams.append([])
+            last = event.originator_id
+        streams[-1].append(event)
+    return streams
+
+
+def check_chains(streams: list[list[ChainedEvent]]) -> float:
+    """CPU seconds to check every chain (this process only: it forks nothing)."""
+    cpu = time.process_time()
+    broken = [stream for stream in streams if first_break(stream) is not None]
+    took = time.process_time() - cpu
+    assert not broken, broken[0][0].originator_id
+    return took
 
 
 def verify(service: PlanLedger) -> None:
@@ -192,6 +219,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"import_cli: {cli_calls} calls in {cli_seconds:.1f} s", flush=True)
             events = decode(service, lambda state: None)
             print(f"store: {events} events", flush=True)
+            streams = streams_of(service)
+            chain_check_us: list[float] = []
             passes: dict[str, Callable[[], Any]] = {
                 "json_loads": lambda: json_loads(paths),
                 "bare_decode": lambda: decode(service, json.loads),
@@ -211,6 +240,8 @@ def main(argv: list[str] | None = None) -> None:
                 at = rotated.index("verify") + r % 2
                 for name in [*rotated[:at], "verify_unchained", *rotated[at:]]:
                     _, took, cpu = timed(passes[name])
+                    if name == "verify_unchained":
+                        chain_check_us.append(check_chains(streams) / events * 1e6)
                     if name == "json_loads":
                         loads_mb_s.append(mb / took)
                         continue
@@ -261,11 +292,20 @@ def main(argv: list[str] | None = None) -> None:
         f"{chain_cpu_cost:.3f}x its client CPU (medians of the rounds' ratios; bar: 1.10): "
         f"the chain costs {chain_cpu_us:.1f} us of client CPU per event"
     )
+    checks = zip(chain_check_us, cpus["verify_unchained"], strict=True)
+    chain_check_cost = common.median([1 + check / bare for check, bare in checks])
+    print(
+        f"the chains checked alone: {common.median(chain_check_us):.2f} us of CPU per event, "
+        f"which makes verify {chain_check_cost:.3f}x its client CPU without them (median of "
+        "the rounds; bar: 1.10)"
+    )
     document = common.result(
         args,
         chain_cost=round(chain_cost, 3),
         chain_cpu_cost=round(chain_cpu_cost, 3),
         chain_cpu_us=round(chain_cpu_us, 2),
+        chain_check_us=round(common.median(chain_check_us), 2),
+        chain_check_cost=round(chain_check_cost, 3),
         corpus={
             "kind": args.kind,
             "files": len(paths),
