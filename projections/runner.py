@@ -368,6 +368,9 @@ class ProjectionRunner:
                     bounds = upcoming
         except (StaleBatch, WorkerFailed):
             pass  # the views stored are those of the last batch written: catch_up goes on
+        except BaseException:
+            workers.close()  # nothing follows: wait for them here
+            raise
         finally:
             workers.stop()
             if not reset:

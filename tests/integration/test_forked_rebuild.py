@@ -167,6 +167,27 @@ def test_workers_end_with_the_rebuild(store: PlanLedger) -> None:
     assert set(forked.multiprocessing.active_children()) == before
 
 
+def test_workers_end_when_the_rebuild_fails(
+    store: PlanLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = set(forked.multiprocessing.active_children())
+    runner = ProjectionRunner(open_store(store.database), store.ledger.mapper, workers=2)
+    real_write = runner.store.write_batch_rows
+    writes = {"n": 0}
+
+    def write(expected: int, new: int, parts: Any) -> None:
+        writes["n"] += 1
+        if writes["n"] == 2:  # the workers are folding the next batch meanwhile
+            raise RuntimeError("the disk is full")
+        real_write(expected, new, parts)
+
+    monkeypatch.setattr(runner.store, "write_batch_rows", write)
+    with pytest.raises(RuntimeError, match="the disk is full"):
+        runner.rebuild()
+    runner.close()
+    assert set(forked.multiprocessing.active_children()) == before
+
+
 @pytest.mark.parametrize("count", [2, 3])
 def test_the_shares_of_a_batch_hold_each_event_once_a_session_in_one(
     store: PlanLedger, count: int
