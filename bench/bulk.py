@@ -25,10 +25,11 @@ same parameters (default: a temporary folder). On a fresh store, then:
                    verify at most 1.10x this; the ratio of their client CPU, and their
                    difference in microseconds per event, are reported beside it);
   chain_check      the chains alone, checked as verify checks them (domain.chain.first_break
-                   over each stream, rows read before the clock starts, in this process): the
-                   chain's CPU per event measured directly, and its ratio to verify_unchained's
-                   client CPU in the same round, which the difference of two whole passes of
-                   two processes each (above) measures with the machine's noise on both;
+                   over each stream, timed right after the stream is read, the reading not
+                   counted): the chain's CPU per event measured directly, and its ratio to
+                   verify_unchained's client CPU in the same round, which the difference of
+                   two whole passes of two processes each (above) measures with the machine's
+                   noise on both;
   rebuild          `ProjectionRunner.rebuild()` of the views, as `projections rebuild` does.
 
 The imports run once; json_loads before them and every round; the passes over the store
@@ -108,25 +109,25 @@ def decode(service: PlanLedger, loads: Callable[[bytes], Any]) -> int:
     return count
 
 
-def streams_of(service: PlanLedger) -> list[list[ChainedEvent]]:
-    """Every stored event with its chain, one list per stream in order."""
-    streams: list[list[ChainedEvent]] = []
-    last = None
+def check_chains(service: PlanLedger) -> float:
+    """CPU seconds to check every stream's chains, each stream timed alone right after it is
+    read, as verify checks it (its rows fresh in the caches; the reading is not counted)."""
+    took = 0.0
+    stream: list[ChainedEvent] = []
+
+    def check() -> float:
+        cpu = time.process_time()
+        broken = first_break(stream)
+        spent = time.process_time() - cpu
+        assert broken is None, stream[0].originator_id
+        return spent
+
     for event in scan_events(service.database):
-        if event.originator_id != last:
-            streams.append([])
-            last = event.originator_id
-        streams[-1].append(event)
-    return streams
-
-
-def check_chains(streams: list[list[ChainedEvent]]) -> float:
-    """CPU seconds to check every chain (this process only: it forks nothing)."""
-    cpu = time.process_time()
-    broken = [stream for stream in streams if first_break(stream) is not None]
-    took = time.process_time() - cpu
-    assert not broken, broken[0][0].originator_id
-    return took
+        if stream and event.originator_id != stream[0].originator_id:
+            took += check()
+            stream = []
+        stream.append(event)
+    return took + (check() if stream else 0.0)
 
 
 def verify(service: PlanLedger) -> None:
@@ -219,7 +220,6 @@ def main(argv: list[str] | None = None) -> None:
             print(f"import_cli: {cli_calls} calls in {cli_seconds:.1f} s", flush=True)
             events = decode(service, lambda state: None)
             print(f"store: {events} events", flush=True)
-            streams = streams_of(service)
             chain_check_us: list[float] = []
             passes: dict[str, Callable[[], Any]] = {
                 "json_loads": lambda: json_loads(paths),
@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> None:
                 for name in [*rotated[:at], "verify_unchained", *rotated[at:]]:
                     _, took, cpu = timed(passes[name])
                     if name == "verify_unchained":
-                        chain_check_us.append(check_chains(streams) / events * 1e6)
+                        chain_check_us.append(check_chains(service) / events * 1e6)
                     if name == "json_loads":
                         loads_mb_s.append(mb / took)
                         continue
