@@ -17,7 +17,8 @@ BIG = 1 << 20  # an answer larger than a pipe holds: its sender waits until it i
 
 
 def work(state: list[Any], message: tuple[int, float, str]) -> tuple[int, list[Any], str]:
-    """(the worker's number, the messages it took so far, a big text), after `delay` s."""
+    """(the worker's number, the messages it took so far, a big text), after waiting the
+    message's delay."""
     number, delay, label = message
     time.sleep(delay)
     state.append(label)
@@ -49,7 +50,7 @@ def test_stop_ends_busy_workers_without_waiting_for_their_answers() -> None:
     assert [process.exitcode for process in workers.processes] == [-signal.SIGTERM] * 2
 
 
-def test_an_error_is_reported_and_the_workers_still_end() -> None:
+def test_an_error_is_reported_and_the_workers_end() -> None:
     def failing(state: None, message: int) -> int:
         if message == 1:
             raise ValueError("no")
@@ -59,5 +60,5 @@ def test_an_error_is_reported_and_the_workers_still_end() -> None:
     workers.send([0, 1])
     with pytest.raises(WorkerFailed, match="ValueError: no"):
         workers.receive()
-    workers.close()
-    assert [process.exitcode for process in workers.processes] == [0, 0]
+    workers.close()  # (the other worker's answer may be unread: it is ended, or ends)
+    assert not any(process.is_alive() for process in workers.processes)
