@@ -14,7 +14,10 @@ same window. Reported: the median over rounds of commits per second (all process
 and the ledger's and the HTTP clients' ratios to raw; for raw and the ledger, the CPU per commit
 of the writing processes (`time.process_time` of each, from the barrier) and of the PostgreSQL
 server (every `postgres` process's time in /proc, the postmaster's reaped children included:
-only when the server runs on this machine, and with whatever else it did meanwhile). The HTTP
+only when the server runs on this machine, and with whatever else it did meanwhile), and how
+often the writing processes were preempted per commit (involuntary context switches: with
+more writers than cores, a writer is taken off its core mid-commit and comes back to caches
+other processes have filled, so the same code costs more CPU). The HTTP
 clients (one keep-alive connection to each server) open their sessions on one server, in turn,
 and read each one's plan back from the other. Issue 24's bars: ledger submits/s grow from 1 to
 8 writers and reach at least 0.5x raw at 8 writers; one writer at least 0.3x raw.
@@ -28,6 +31,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -81,8 +85,18 @@ def write_sessions(
     return done
 
 
+def usage() -> tuple[float, int]:
+    """This process's CPU seconds, and how often it was preempted, so far."""
+    return time.process_time(), resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
+
+
+def record_usage(since: tuple[float, int], cpus: Any, preempted: Any, slot: int) -> None:
+    cpu, switches = usage()
+    cpus[slot], preempted[slot] = cpu - since[0], switches - since[1]
+
+
 def ledger_writer(
-    url: str, seconds: float, barrier: Barrier, counts: Any, cpus: Any, slot: int
+    url: str, seconds: float, barrier: Barrier, counts: Any, cpus: Any, preempted: Any, slot: int
 ) -> None:
     service = open_planledger(url, home=None)
 
@@ -90,14 +104,20 @@ def ledger_writer(
         decision = service.submit(sid, plan(revision))
         assert decision.status == "committed", decision
 
-    cpu = time.process_time()  # (waiting at the barrier takes none)
+    since = usage()  # (waiting at the barrier takes no CPU and is never a preemption)
     counts[slot] = write_sessions(seconds, barrier, service.open_session, submit)
-    cpus[slot] = time.process_time() - cpu
+    record_usage(since, cpus, preempted, slot)
     service.close()
 
 
 def http_writer(
-    ports: str, seconds: float, barrier: Barrier, counts: Any, cpus: Any, slot: int
+    ports: str,
+    seconds: float,
+    barrier: Barrier,
+    counts: Any,
+    cpus: Any,
+    preempted: Any,
+    slot: int,
 ) -> None:
     """Writer `slot` posts to one of the two servers, its sessions alternating between them;
     each session's plan is then read from the other server (a writer reads its write on any
@@ -124,20 +144,26 @@ def http_writer(
 
 
 def raw_writer(
-    conninfo: str, seconds: float, barrier: Barrier, counts: Any, cpus: Any, slot: int
+    conninfo: str,
+    seconds: float,
+    barrier: Barrier,
+    counts: Any,
+    cpus: Any,
+    preempted: Any,
+    slot: int,
 ) -> None:
     import psycopg
 
     payload = b"x" * 300
     with psycopg.connect(conninfo) as conn:
         barrier.wait()
-        cpu = time.process_time()
+        since = usage()
         done, deadline = 0, time.monotonic() + seconds
         while time.monotonic() < deadline:
             conn.execute(f"INSERT INTO {RAW_TABLE} (payload) VALUES (%s)", (payload,))
             conn.commit()
             done += 1
-        cpus[slot] = time.process_time() - cpu
+        record_usage(since, cpus, preempted, slot)
     counts[slot] = done
 
 
@@ -145,6 +171,7 @@ class Measured(NamedTuple):
     rate: float  # commits per second, all processes
     client_ms: float  # CPU of the writing processes per commit
     server_ms: float | None  # CPU of the PostgreSQL server per commit (None: not here)
+    preempted: float  # involuntary context switches of the writing processes per commit
 
 
 def measure(target: Any, arg: str, writers: int, seconds: float) -> Measured:
@@ -153,8 +180,9 @@ def measure(target: Any, arg: str, writers: int, seconds: float) -> Measured:
     context = multiprocessing.get_context("spawn")
     barrier = context.Barrier(writers + 1)
     counts, cpus = context.Array("q", writers), context.Array("d", writers)
+    preempted = context.Array("q", writers)
     processes = [
-        context.Process(target=target, args=(arg, seconds, barrier, counts, cpus, slot))
+        context.Process(target=target, args=(arg, seconds, barrier, counts, cpus, preempted, slot))
         for slot in range(writers)
     ]
     for process in processes:
@@ -174,7 +202,12 @@ def measure(target: Any, arg: str, writers: int, seconds: float) -> Measured:
         if server_before is not None and server_after is not None
         else None
     )
-    return Measured(float(sum(counts[:])) / elapsed, sum(cpus[:]) * 1000 / done, server)
+    return Measured(
+        float(sum(counts[:])) / elapsed,
+        sum(cpus[:]) * 1000 / done,
+        server,
+        sum(preempted[:]) / done,
+    )
 
 
 def server_seconds() -> float | None:
@@ -239,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"\n{'writers':>7} {'raw/s':>10} {'ledger/s':>10} {'ratio':>6} {'http/s':>10} {'ratio':>6}"
         f"  {'cpu ms per commit, client + server: raw':>40} {'ledger':>15}"
+        f"  {'preempted per commit: raw':>26} {'ledger':>7}"
     )
     rows = {}
     for n in counts:
@@ -250,6 +284,10 @@ def main(argv: list[str] | None = None) -> int:
             for kind in ("raw", "ledger")
             for side in ("client", "server")
         }
+        preempted = {
+            f"{kind}_preempted": common.median([m.preempted for m in found[kind][n]])
+            for kind in ("raw", "ledger")
+        }
         rows[n] = {
             "raw": raw,
             "ledger": ledger,
@@ -257,12 +295,14 @@ def main(argv: list[str] | None = None) -> int:
             "http_two_servers": over_http,
             "http_ratio": over_http / raw if raw else None,
             **cpu,
+            **preempted,
         }
         print(
             f"{n:>7} {raw:>10,.0f} {ledger:>10,.0f} {ledger / raw:>6.2f} "
             f"{over_http:>10,.0f} {over_http / raw:>6.2f}  "
             f"{cpu_text(cpu['raw_client_cpu_ms'], cpu['raw_server_cpu_ms']):>40} "
             f"{cpu_text(cpu['ledger_client_cpu_ms'], cpu['ledger_server_cpu_ms']):>15}"
+            f"  {preempted['raw_preempted']:>26.2f} {preempted['ledger_preempted']:>7.2f}"
         )
     common.write_result(args.output, common.result(args, seconds=args.seconds, rows=rows))
     return 0
