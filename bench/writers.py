@@ -90,14 +90,23 @@ def usage() -> tuple[float, int]:
     return time.process_time(), resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
 
 
-def record_usage(since: tuple[float, int], cpus: Any, preempted: Any, slot: int) -> None:
-    cpu, switches = usage()
-    cpus[slot], preempted[slot] = cpu - since[0], switches - since[1]
+class Tally(NamedTuple):
+    """What the writer processes of one measurement report, each in its slot (shared arrays):
+    commits, CPU seconds and preemptions since the barrier."""
+
+    counts: Any
+    cpus: Any
+    preempted: Any
+
+    def record(self, slot: int, done: int, since: tuple[float, int] | None = None) -> None:
+        """`done` commits, and this process's usage since `since` (None: not measured)."""
+        self.counts[slot] = done
+        if since is not None:
+            cpu, switches = usage()
+            self.cpus[slot], self.preempted[slot] = cpu - since[0], switches - since[1]
 
 
-def ledger_writer(
-    url: str, seconds: float, barrier: Barrier, counts: Any, cpus: Any, preempted: Any, slot: int
-) -> None:
+def ledger_writer(url: str, seconds: float, barrier: Barrier, tally: Tally, slot: int) -> None:
     service = open_planledger(url, home=None)
 
     def submit(sid: str, revision: int) -> None:
@@ -105,20 +114,11 @@ def ledger_writer(
         assert decision.status == "committed", decision
 
     since = usage()  # (waiting at the barrier takes no CPU and is never a preemption)
-    counts[slot] = write_sessions(seconds, barrier, service.open_session, submit)
-    record_usage(since, cpus, preempted, slot)
+    tally.record(slot, write_sessions(seconds, barrier, service.open_session, submit), since)
     service.close()
 
 
-def http_writer(
-    ports: str,
-    seconds: float,
-    barrier: Barrier,
-    counts: Any,
-    cpus: Any,
-    preempted: Any,
-    slot: int,
-) -> None:
+def http_writer(ports: str, seconds: float, barrier: Barrier, tally: Tally, slot: int) -> None:
     """Writer `slot` posts to one of the two servers, its sessions alternating between them;
     each session's plan is then read from the other server (a writer reads its write on any
     server)."""
@@ -138,20 +138,12 @@ def http_writer(
         status, body = servers[(turn[0] + 1) % 2].get(f"/sessions/{sid}/plan")
         assert status == 200 and json.loads(body)["revision"] >= 1, (status, body)
 
-    counts[slot] = write_sessions(seconds, barrier, open_session, submit, closed)
+    tally.record(slot, write_sessions(seconds, barrier, open_session, submit, closed))
     for client in servers:
         client.close()
 
 
-def raw_writer(
-    conninfo: str,
-    seconds: float,
-    barrier: Barrier,
-    counts: Any,
-    cpus: Any,
-    preempted: Any,
-    slot: int,
-) -> None:
+def raw_writer(conninfo: str, seconds: float, barrier: Barrier, tally: Tally, slot: int) -> None:
     import psycopg
 
     payload = b"x" * 300
@@ -163,8 +155,7 @@ def raw_writer(
             conn.execute(f"INSERT INTO {RAW_TABLE} (payload) VALUES (%s)", (payload,))
             conn.commit()
             done += 1
-        record_usage(since, cpus, preempted, slot)
-    counts[slot] = done
+        tally.record(slot, done, since)
 
 
 class Measured(NamedTuple):
@@ -179,10 +170,11 @@ def measure(target: Any, arg: str, writers: int, seconds: float) -> Measured:
     and the server spent on each."""
     context = multiprocessing.get_context("spawn")
     barrier = context.Barrier(writers + 1)
-    counts, cpus = context.Array("q", writers), context.Array("d", writers)
-    preempted = context.Array("q", writers)
+    tally = Tally(
+        context.Array("q", writers), context.Array("d", writers), context.Array("q", writers)
+    )
     processes = [
-        context.Process(target=target, args=(arg, seconds, barrier, counts, cpus, preempted, slot))
+        context.Process(target=target, args=(arg, seconds, barrier, tally, slot))
         for slot in range(writers)
     ]
     for process in processes:
@@ -196,17 +188,17 @@ def measure(target: Any, arg: str, writers: int, seconds: float) -> Measured:
     elapsed = max(seconds, time.monotonic() - started)
     time.sleep(0.2)  # the writers' backends end with their connections: reaped, then counted
     server_after = server_seconds()
-    done = max(1, sum(counts[:]))
+    done = max(1, sum(tally.counts[:]))
     server = (
         (server_after - server_before) * 1000 / done
         if server_before is not None and server_after is not None
         else None
     )
     return Measured(
-        float(sum(counts[:])) / elapsed,
-        sum(cpus[:]) * 1000 / done,
+        float(sum(tally.counts[:])) / elapsed,
+        sum(tally.cpus[:]) * 1000 / done,
         server,
-        sum(preempted[:]) / done,
+        sum(tally.preempted[:]) / done,
     )
 
 

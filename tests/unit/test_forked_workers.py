@@ -46,8 +46,11 @@ def test_stop_ends_busy_workers_without_waiting_for_their_answers() -> None:
     workers.send([(0, 0.0, "a0"), (1, 0.0, "a1")])
     workers.receive()
     workers.send([(0, 600.0, "b0"), (1, 600.0, "b1")])  # ten minutes each: not waited for
-    workers.close()
+    workers.stop()  # ends them itself: `close`, after it, would end them only after STOP_WAIT
+    for process in workers.processes:
+        process.join(30)  # (a worker that stop left running is still alive then)
     assert [process.exitcode for process in workers.processes] == [-signal.SIGTERM] * 2
+    workers.close()
 
 
 def test_an_error_is_reported_and_the_workers_end() -> None:
