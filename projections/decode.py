@@ -234,18 +234,28 @@ class PlanEventDecoder:
         }
 
     def to_domain_event(self, stored: StoredEvent) -> Any:
-        known = self.decoders.get(stored.topic)
+        return self.decode(
+            stored.originator_id, stored.originator_version, stored.topic, stored.state
+        )
+
+    def decode(self, originator_id: Any, originator_version: int, topic: str, data: bytes) -> Any:
+        """The event of a stored event given by its fields (`to_domain_event` without one)."""
+        known = self.decoders.get(topic)
         if known is None:
-            return self.fallback.to_domain_event(stored)
+            return self.fallback.to_domain_event(
+                StoredEvent(originator_id, originator_version, topic, data)
+            )
         cls, decode = known
         try:
-            state = decode(stored.state)
+            state = decode(data)
         except Exception:  # the library's decode says what is wrong, or decodes it its way
             state = None
         if state is None:
-            return self.fallback.to_domain_event(stored)
-        state["originator_id"] = stored.originator_id
-        state["originator_version"] = stored.originator_version
+            return self.fallback.to_domain_event(
+                StoredEvent(originator_id, originator_version, topic, data)
+            )
+        state["originator_id"] = originator_id
+        state["originator_version"] = originator_version
         event = object.__new__(cls)
         object.__setattr__(event, "__dict__", state)
         return event

@@ -9,10 +9,11 @@ read side never shows it as a plan.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import NoneType
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from domain import rules
 from domain.base import Event
@@ -294,10 +295,11 @@ def apply_plan_event(
             PendingProposalView.model_validate(event.__dict__ | {"proposed_at": at})
             HistoryEntry.model_validate(event.__dict__ | {"position": position, "at": at})
         entry = history_entry(
-            position=position,
-            kind="proposed",
-            proposal_id=event.proposal_id,
-            at=at,
+            position,
+            "proposed",
+            event.proposal_id,
+            at,
+            PROPOSED_GIVEN,
             form=event.form,
             client=event.client,
             actor=event.actor,
@@ -309,10 +311,11 @@ def apply_plan_event(
         if type(event.proposal_id) is not str or type(event.revision) is not int:
             raise CorruptHistory(session_id, position, "unreadable_event", "a mistyped commit")
         entry = history_entry(
-            position=position,
-            kind="committed",
-            proposal_id=event.proposal_id,
-            at=at,
+            position,
+            "committed",
+            event.proposal_id,
+            at,
+            COMMITTED_GIVEN,
             revision=event.revision,
             transitions=[
                 built(Transition, {"step_id": step_id, "from_": old, "to": new})
@@ -325,21 +328,16 @@ def apply_plan_event(
     if type(event.proposal_id) is not str or not all(type(v) is Violation for v in violations):
         raise CorruptHistory(session_id, position, "unreadable_event", "a mistyped rejection")
     entry = history_entry(
-        position=position,
-        kind="rejected",
-        proposal_id=event.proposal_id,
-        at=at,
-        violations=violations,
+        position, "rejected", event.proposal_id, at, REJECTED_GIVEN, violations=violations
     )
     return after, entry
 
 
-# Every field of an entry in order (a model's JSON follows its fields' order in `__dict__`),
-# with its default (None where it has none: every entry gives those).
-ENTRY_DEFAULTS = {
-    name: None if info.is_required() else info.default
-    for name, info in HistoryEntry.model_fields.items()
-}
+# The fields each kind of entry is given (as a constructor call would have named them).
+_ENTRY = frozenset({"position", "kind", "proposal_id", "at"})
+PROPOSED_GIVEN = _ENTRY | {"form", "client", "actor", "expected_revision", "operation"}
+COMMITTED_GIVEN = _ENTRY | {"revision", "transitions"}
+REJECTED_GIVEN = _ENTRY | {"violations"}
 
 
 def well_typed_proposal(event: Plan.PlanProposed) -> bool:
@@ -356,11 +354,39 @@ def well_typed_proposal(event: Plan.PlanProposed) -> bool:
     )
 
 
-def history_entry(**fields: Any) -> HistoryEntry:
-    """`HistoryEntry(**fields)` for values of their fields' types, without validating them."""
-    ordered = ENTRY_DEFAULTS.copy()
-    ordered.update(fields)  # every key is there already: the fields' order stays
-    return built(HistoryEntry, ordered, fields.keys())
+def history_entry(
+    position: int,
+    kind: str,
+    proposal_id: str,
+    at: datetime,
+    given: AbstractSet[str],
+    *,
+    revision: int | None = None,
+    form: str | None = None,
+    client: str | None = None,
+    actor: str | None = None,
+    expected_revision: int | None = None,
+    operation: TaskOperation | None = None,
+    transitions: list[Transition] | None = None,
+    violations: list[Violation] | None = None,
+) -> HistoryEntry:
+    """`HistoryEntry(...)` of values of their fields' types, without validating them; `given`
+    names the fields a constructor call would have been given."""
+    fields = {  # every field, in the model's order (its JSON follows the order of `__dict__`)
+        "position": position,
+        "kind": kind,
+        "proposal_id": proposal_id,
+        "at": at,
+        "revision": revision,
+        "form": form,
+        "client": client,
+        "actor": actor,
+        "expected_revision": expected_revision,
+        "operation": operation,
+        "transitions": transitions,
+        "violations": violations,
+    }
+    return built(HistoryEntry, fields, given)
 
 
 def committed_snapshot(view: PlanView) -> PlanSnapshot:

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
-from domain.models import Form, PlanSnapshot, Policy, Step, Violation
+from domain.models import Form, PlanSnapshot, Policy, Step, TaskOperation, Violation
 from domain.plan_state import PendingProposal, same_snapshot
-from projections.fold import Shown, committed_snapshot, empty_view, view_of
-from projections.shapes import PlanView
+from projections.fold import (
+    COMMITTED_GIVEN,
+    PROPOSED_GIVEN,
+    REJECTED_GIVEN,
+    Shown,
+    committed_snapshot,
+    empty_view,
+    history_entry,
+    view_of,
+)
+from projections.shapes import HistoryEntry, PlanView, Transition
 
 NOW = datetime(2025, 1, 2, tzinfo=UTC)
 
@@ -24,6 +34,7 @@ def snapshot(
 
 A = ("a", "A", "pending")
 B = ("b", "B", "in_progress")
+TRANSITION = Transition(step_id="a", from_="pending", to=None)
 
 
 @pytest.mark.parametrize(
@@ -110,3 +121,26 @@ def test_committed_snapshot_is_model_construct() -> None:
         assert mine.model_fields_set == theirs.model_fields_set
         assert mine.model_dump_json() == theirs.model_dump_json()
         assert same_snapshot(mine, theirs)
+
+
+@pytest.mark.parametrize(
+    ("kind", "given", "extra"),
+    [
+        ("proposed", PROPOSED_GIVEN, {"form": "strict", "client": "c", "actor": "a"}),
+        ("proposed", PROPOSED_GIVEN, {"form": "task", "operation": TaskOperation(op="create")}),
+        ("committed", COMMITTED_GIVEN, {"revision": 2, "transitions": [TRANSITION]}),
+        ("rejected", REJECTED_GIVEN, {"violations": [Violation(code="c", message="m")]}),
+    ],
+)
+def test_history_entry_is_validation(
+    kind: str, given: frozenset[str], extra: dict[str, Any]
+) -> None:
+    mine = history_entry(3, kind, "p", NOW, given, **extra)
+    theirs = HistoryEntry.model_validate(
+        {"position": 3, "kind": kind, "proposal_id": "p", "at": NOW, **extra}
+        | {name: None for name in given - {"position", "kind", "proposal_id", "at"} - set(extra)}
+    )
+    assert mine == theirs
+    assert list(mine.__dict__) == list(theirs.__dict__)
+    assert mine.model_fields_set == theirs.model_fields_set
+    assert mine.model_dump_json(by_alias=True) == theirs.model_dump_json(by_alias=True)
