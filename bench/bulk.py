@@ -2,7 +2,8 @@
 the store it made, each beside a bare baseline of the same run.
 
     python bench/bulk.py [--database postgres|sqlite|URL] [--kind codex|claude] [--files 600]
-        [--calls 30] [--corpus DIR] [--rounds 3] [--output bench/results/bulk_KIND.json]
+        [--calls 30] [--corpus DIR] [--rounds 3] [--pairs 10]
+        [--output bench/results/bulk_KIND.json]
 
 One database a run (default postgres): run it twice, `--database postgres` then `--database
 sqlite` (written to bulk_KIND.json and bulk_KIND_sqlite.json). The corpus (bench/shapes.py,
@@ -34,7 +35,9 @@ same parameters (default: a temporary folder). On a fresh store, then:
 
 The imports run once; json_loads before them and every round; the passes over the store
 --rounds times, in rotated order (verify_unchained always beside verify, before it in every
-other round; the chain's cost is the median of the rounds' ratios of the two). Medians are
+other round), then --pairs more pairs of verify and verify_unchained, in turn first: the
+chain's cost is the median of the ratios of every pair (the machine's speed moves by more than
+the chain costs between two passes, so one pair a round says little). Medians are
 reported, with ratios to the baselines of the same run (import to json_loads MB/s, the store
 passes to bare_decode events/s), the client CPU (this process and its finished workers, not the
 database server's) per call or event, and the bars of the issue: import >= 20 MB/s and >= 2,000
@@ -193,6 +196,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--files", type=int, default=600, help="transcripts in the corpus")
     p.add_argument("--calls", type=int, default=30, help="plan calls per transcript")
     p.add_argument("--corpus", type=Path, default=None, help="default: a temporary folder")
+    p.add_argument(
+        "--pairs",
+        type=int,
+        default=10,
+        help="more verify/verify_unchained pairs after the rounds, for the chain's cost",
+    )
     p.set_defaults(benchmark=f"bulk_{p.parse_args(argv).kind}")
     args = common.parse(p, argv)
     with tempfile.TemporaryDirectory(prefix="bench_bulk_") as scratch:
@@ -249,6 +258,17 @@ def main(argv: list[str] | None = None) -> None:
                     cpus[name].append(cpu / events * 1e6)
                 line = "  ".join(f"{name}={rates[name][-1]:,.0f}/s" for name in rates)
                 print(f"round {r + 1}/{args.rounds}: {line}", flush=True)
+            # The chain's cost is a tenth of a pass at most, and the machine's speed moves by
+            # more than that between two passes: more pairs, in turn first, for its median.
+            pairs = [(rates["verify_unchained"][r], rates["verify"][r]) for r in range(args.rounds)]
+            cpu_pairs = list(zip(cpus["verify_unchained"], cpus["verify"], strict=True))
+            for r in range(args.pairs):
+                order = ["verify", "verify_unchained"][:: 1 if r % 2 else -1]
+                took = {name: timed(passes[name])[1:] for name in order}
+                pairs.append((events / took["verify_unchained"][0], events / took["verify"][0]))
+                bare_cpu, chained_cpu = took["verify_unchained"][1], took["verify"][1]
+                cpu_pairs.append((bare_cpu / events * 1e6, chained_cpu / events * 1e6))
+            print(f"chain pairs: {len(pairs)}", flush=True)
             service.close()
     loads, decoded = common.median(loads_mb_s), common.median(rates["bare_decode"])
     rows = {
@@ -280,17 +300,16 @@ def main(argv: list[str] | None = None) -> None:
             f"{name:<25} {f['median']:>10,.1f} {f['min']:>10,.1f} {f['max']:>10,.1f} "
             f"{ratio:>7} {cpu_us:>7} {bar:>8}  {verdict}"
         )
-    pairs = zip(rates["verify_unchained"], rates["verify"], strict=True)
     chain_cost = common.median([bare / chained for bare, chained in pairs])
-    cpu_pairs = list(zip(cpus["verify"], cpus["verify_unchained"], strict=True))
-    chain_cpu_cost = common.median([chained / bare for chained, bare in cpu_pairs])
+    chain_cpu_cost = common.median([chained / bare for bare, chained in cpu_pairs])
     # The same in microseconds: a fixed cost per event, which a faster verify makes a larger
     # share of (the ratios above fall as verify slows, rise as it speeds up).
-    chain_cpu_us = common.median([chained - bare for chained, bare in cpu_pairs])
+    chain_cpu_us = common.median([chained - bare for bare, chained in cpu_pairs])
     print(
         f"\nverify with the chain takes {chain_cost:.3f}x the time without it, and "
-        f"{chain_cpu_cost:.3f}x its client CPU (medians of the rounds' ratios; bar: 1.10): "
-        f"the chain costs {chain_cpu_us:.1f} us of client CPU per event"
+        f"{chain_cpu_cost:.3f}x its client CPU (medians over {len(pairs)} pairs of passes, "
+        f"in turn first; bar: 1.10): the chain costs {chain_cpu_us:.1f} us of client CPU per "
+        "event"
     )
     checks = zip(chain_check_us, cpus["verify_unchained"], strict=True)
     chain_check_cost = common.median([1 + check / bare for check, bare in checks])
