@@ -39,9 +39,10 @@ other round), then --pairs more pairs of verify and verify_unchained, in turn fi
 chain's cost is the median of the ratios of every pair (the machine's speed moves by more than
 the chain costs between two passes, so one pair a round says little). Medians are
 reported, with ratios to the baselines of the same run (import to json_loads MB/s, the store
-passes to bare_decode events/s), the client CPU (this process and its finished workers, not the
-database server's) per call or event, and the bars of the issue: import >= 20 MB/s and >= 2,000
-calls/s, verify and rebuild >= 40k events/s.
+passes to bare_decode events/s), the client CPU (this process and its finished workers) per
+call or event, on PostgreSQL the server's beside it (every `postgres` process on this
+machine, from /proc, with whatever else it did meanwhile), and the bars of the issue: import
+>= 20 MB/s and >= 2,000 calls/s, verify and rebuild >= 40k events/s.
 """
 
 from __future__ import annotations
@@ -156,6 +157,12 @@ def timed(work: Callable[[], Any]) -> tuple[Any, float, float]:
     return value, time.perf_counter() - started, client_cpu() - cpu
 
 
+def server_cpu(postgres: bool) -> float:
+    """The CPU seconds of this machine's PostgreSQL server so far (0.0 on SQLite, or when it
+    runs elsewhere)."""
+    return (common.server_seconds() or 0.0) if postgres else 0.0
+
+
 def calls_of(sessions: list[dict[str, Any]]) -> int:
     return sum(s["committed"] + s["rejected"] + s["skipped"] for s in sessions)
 
@@ -177,6 +184,7 @@ def row(
     base: float | None = None,
     cpu: list[float] | None = None,
     bar: float | None = None,
+    server: list[float] | None = None,
 ) -> dict[str, Any]:
     mid = common.median(values)
     return {
@@ -185,6 +193,7 @@ def row(
         "rounds": [round(v, 1) for v in values],
         "ratio_to_baseline": common.ratio(mid, base) if base else None,
         "client_cpu_us": round(common.median(cpu), 2) if cpu else None,
+        "server_cpu_us": round(common.median(server), 2) if server else None,
         "bar": bar,
         "passed": None if bar is None else mid >= bar,
     }
@@ -213,10 +222,13 @@ def main(argv: list[str] | None = None) -> None:
         loads_mb_s = [mb / timed(lambda: json_loads(paths))[1]]
         with common.fresh_store(args.database, "bench_bulk") as url:
             service = open_planledger(url, home=Path(scratch) / "home")
+            postgres = service.database.is_postgres
             shares = shares_wanted(service.database)  # as `planledger import` spreads it
+            before = server_cpu(postgres)
             report, import_seconds, import_cpu = timed(
                 functools.partial(import_paths, service, args.kind, [folder], shares=shares)
             )
+            import_server = server_cpu(postgres) - before
             assert not report.errors, report.errors[:3]
             sessions = [s.model_dump() for s in report.sessions]
             calls = calls_of(sessions)
@@ -240,6 +252,7 @@ def main(argv: list[str] | None = None) -> None:
             }
             rates: dict[str, list[float]] = {name: [] for name in passes if name != "json_loads"}
             cpus: dict[str, list[float]] = {name: [] for name in rates}
+            servers: dict[str, list[float]] = {name: [] for name in rates}
             # verify and verify_unchained run back to back, in turn first, so that each
             # round's pair sees the same machine: the chain's cost is the median of the
             # rounds' ratios (the medians of each alone drift apart with the load).
@@ -248,7 +261,9 @@ def main(argv: list[str] | None = None) -> None:
                 rotated = names[r % len(names) :] + names[: r % len(names)]
                 at = rotated.index("verify") + r % 2
                 for name in [*rotated[:at], "verify_unchained", *rotated[at:]]:
+                    before = server_cpu(postgres)
                     _, took, cpu = timed(passes[name])
+                    spent = server_cpu(postgres) - before
                     if name == "verify_unchained":
                         chain_check_us.append(check_chains(service) / events * 1e6)
                     if name == "json_loads":
@@ -256,6 +271,7 @@ def main(argv: list[str] | None = None) -> None:
                         continue
                     rates[name].append(events / took)
                     cpus[name].append(cpu / events * 1e6)
+                    servers[name].append(spent / events * 1e6)
                 line = "  ".join(f"{name}={rates[name][-1]:,.0f}/s" for name in rates)
                 print(f"round {r + 1}/{args.rounds}: {line}", flush=True)
             # The chain's cost is a tenth of a pass at most, and the machine's speed moves by
@@ -264,9 +280,12 @@ def main(argv: list[str] | None = None) -> None:
             cpu_pairs = list(zip(cpus["verify_unchained"], cpus["verify"], strict=True))
             for r in range(args.pairs):
                 order = ["verify", "verify_unchained"][:: 1 if r % 2 else -1]
-                took = {name: timed(passes[name])[1:] for name in order}
-                pairs.append((events / took["verify_unchained"][0], events / took["verify"][0]))
-                bare_cpu, chained_cpu = took["verify_unchained"][1], took["verify"][1]
+                timings = {name: timed(passes[name])[1:] for name in order}
+                (bare_s, bare_cpu), (chained_s, chained_cpu) = (
+                    timings["verify_unchained"],
+                    timings["verify"],
+                )
+                pairs.append((events / bare_s, events / chained_s))
                 cpu_pairs.append((bare_cpu / events * 1e6, chained_cpu / events * 1e6))
             print(f"chain pairs: {len(pairs)}", flush=True)
             service.close()
@@ -279,26 +298,35 @@ def main(argv: list[str] | None = None) -> None:
             [calls / import_seconds],
             cpu=[import_cpu / calls * 1e6],
             bar=BARS["import_calls_s"],
+            server=[import_server / calls * 1e6] if postgres else None,
         ),
         "import_cli_mb_s": row("MB/s", [mb / cli_seconds], loads),
         "import_cli_calls_s": row("calls/s", [calls / cli_seconds], cpu=[cli_cpu / calls * 1e6]),
         **{
-            f"{name}_events_s": row("events/s", values, decoded, cpus[name], BARS.get(name))
+            f"{name}_events_s": row(
+                "events/s",
+                values,
+                decoded,
+                cpus[name],
+                BARS.get(name),
+                servers[name] if postgres else None,
+            )
             for name, values in rates.items()
         },
     }
     print(
         f"\n{'row':<25} {'median':>10} {'min':>10} {'max':>10} {'x base':>7} {'cpu us':>7} "
-        f"{'bar':>8}  result"
+        f"{'srv us':>7} {'bar':>8}  result"
     )
     for name, f in rows.items():
         ratio = f"{f['ratio_to_baseline']:.3f}" if f["ratio_to_baseline"] else "-"
         cpu_us = f"{f['client_cpu_us']:.1f}" if f["client_cpu_us"] else "-"
+        server_us = f"{f['server_cpu_us']:.1f}" if f["server_cpu_us"] else "-"
         bar = f"{f['bar']:,.0f}" if f["bar"] else "-"
         verdict = {None: "", True: "pass", False: "FAIL"}[f["passed"]]
         print(
             f"{name:<25} {f['median']:>10,.1f} {f['min']:>10,.1f} {f['max']:>10,.1f} "
-            f"{ratio:>7} {cpu_us:>7} {bar:>8}  {verdict}"
+            f"{ratio:>7} {cpu_us:>7} {server_us:>7} {bar:>8}  {verdict}"
         )
     chain_cost = common.median([bare / chained for bare, chained in pairs])
     chain_cpu_cost = common.median([chained / bare for bare, chained in cpu_pairs])

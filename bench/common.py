@@ -108,6 +108,24 @@ def version_of(package: str) -> str | None:
         return None
 
 
+def server_seconds() -> float | None:
+    """CPU seconds of every `postgres` process on this machine so far, those it has reaped
+    included (None where /proc tells none: not Linux, or no server here)."""
+    ticks, found = 0, False
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # ended meanwhile
+            continue
+        name, fields = text[text.index("(") + 1 : text.rindex(")")], text.rsplit(")", 1)[1].split()
+        if name != "postgres":
+            continue
+        found = True
+        utime, stime, child_utime, child_stime = (int(v) for v in fields[11:15])
+        ticks += utime + stime + child_utime + child_stime
+    return ticks / os.sysconf("SC_CLK_TCK") if found else None
+
+
 def cpu_model() -> str | None:
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():

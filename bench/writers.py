@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import os
 import resource
 import sys
 import tempfile
@@ -180,14 +179,14 @@ def measure(target: Any, arg: str, writers: int, seconds: float) -> Measured:
     for process in processes:
         process.start()
     barrier.wait()
-    started, server_before = time.monotonic(), server_seconds()
+    started, server_before = time.monotonic(), common.server_seconds()
     for process in processes:
         process.join()
         if process.exitcode:
             raise SystemExit(f"a writer exited {process.exitcode}")
     elapsed = max(seconds, time.monotonic() - started)
     time.sleep(0.2)  # the writers' backends end with their connections: reaped, then counted
-    server_after = server_seconds()
+    server_after = common.server_seconds()
     done = max(1, sum(tally.counts[:]))
     server = (
         (server_after - server_before) * 1000 / done
@@ -200,24 +199,6 @@ def measure(target: Any, arg: str, writers: int, seconds: float) -> Measured:
         server,
         sum(tally.preempted[:]) / done,
     )
-
-
-def server_seconds() -> float | None:
-    """CPU seconds of every `postgres` process on this machine so far, those it has reaped
-    included (None where /proc tells none: not Linux, or no server here)."""
-    ticks, found = 0, False
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:  # ended meanwhile
-            continue
-        name, fields = text[text.index("(") + 1 : text.rindex(")")], text.rsplit(")", 1)[1].split()
-        if name != "postgres":
-            continue
-        found = True
-        utime, stime, child_utime, child_stime = (int(v) for v in fields[11:15])
-        ticks += utime + stime + child_utime + child_stime
-    return ticks / os.sysconf("SC_CLK_TCK") if found else None
 
 
 def main(argv: list[str] | None = None) -> int:
