@@ -197,10 +197,15 @@ class PostgresViewStore(ViewStore):
         return self._on_reader(read)
 
     def batch_bounds(self, after: int, limit: int) -> Bounds:
+        # The first `limit` positions after `after`, then those below the horizon: the same
+        # rows as the first `limit` between the two (every position below the horizon comes
+        # before every one above it). Asked this way, the planner walks the index for them
+        # whatever it knows of the table; with the horizon inside, a table never analyzed
+        # (a store just imported) was read whole and sorted: 31-43 ms a call, not 6-14.
         row = self._query(
             "SELECT count(*), COALESCE(max(notification_id), %s) FROM (SELECT "
             f"notification_id FROM {self.events_table} WHERE notification_id > %s "
-            f"AND notification_id < {HORIZON} ORDER BY notification_id LIMIT %s) AS batch",
+            f"ORDER BY notification_id LIMIT %s) AS batch WHERE notification_id < {HORIZON}",
             (after, after, limit),
         )[0]
         return int(row[0]), int(row[1])
