@@ -254,8 +254,9 @@ def main(argv: list[str] | None = None) -> None:
             cpus: dict[str, list[float]] = {name: [] for name in rates}
             servers: dict[str, list[float]] = {name: [] for name in rates}
             # verify and verify_unchained run back to back, in turn first, so that each
-            # round's pair sees the same machine: the chain's cost is the median of the
-            # rounds' ratios (the medians of each alone drift apart with the load).
+            # round's pair sees the same machine: the chain's cost is the median of the pairs'
+            # ratios, these and the --pairs below (the medians of each alone drift apart with
+            # the load).
             names = [name for name in passes if name != "verify_unchained"]
             for r in range(args.rounds):
                 rotated = names[r % len(names) :] + names[: r % len(names)]

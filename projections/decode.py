@@ -241,15 +241,13 @@ class PlanEventDecoder:
     def decode(self, originator_id: Any, originator_version: int, topic: str, data: bytes) -> Any:
         """The event of a stored event given by its fields (`to_domain_event` without one)."""
         known = self.decoders.get(topic)
-        if known is None:
-            return self.fallback.to_domain_event(
-                StoredEvent(originator_id, originator_version, topic, data)
-            )
-        cls, decode = known
-        try:
-            state = decode(data)
-        except Exception:  # the library's decode says what is wrong, or decodes it its way
-            state = None
+        state = None
+        if known is not None:
+            cls, decode = known
+            try:
+                state = decode(data)
+            except Exception:  # the library's decode says what is wrong, or decodes it its way
+                state = None
         if state is None:
             return self.fallback.to_domain_event(
                 StoredEvent(originator_id, originator_version, topic, data)
