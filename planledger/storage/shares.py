@@ -3,9 +3,10 @@ sessions, on its own connection, so that the events never pass through the paren
 A worker reads its sessions' plan events from the first, so it knows each one's previous chain
 (its rows leave it NULL: no lookup per row).
 
-A session's share is a function of the last two characters of its id, which its plan stream
-(`plan:<id>`) and its session stream (`session:<id>`) share: every event of a session is in one
-share, and the ids agents use (UUIDs, numbered names) spread evenly.
+A session's share is a function of the last two characters of its id (on PostgreSQL, of its
+last two bytes in UTF-8), which its plan stream (`plan:<id>`) and its session stream
+(`session:<id>`) share: every event of a session is in one share, and the ids agents use (UUIDs,
+numbered names) spread evenly.
 """
 
 from __future__ import annotations
@@ -36,12 +37,17 @@ def event_row_sql(table: str, id_column: str, known: str | None = None) -> str:
 
 
 SQLITE_PLAN = "substr(e.originator_id, 1, 5) = 'plan:'"
-POSTGRES_PLAN = "left(e.originator_id, 5) = 'plan:'"
+# PostgreSQL's byte functions (`textsend`: the text's bytes as they are; a cast to bytea would
+# parse backslashes): its text functions count characters, `right` walking the whole id. With
+# `right` and `left`, the server took 6.4-6.6 ms to run a worker's read of a batch of 10,000
+# events (EXPLAIN ANALYZE); with these, 3.6-4.2 ms.
+POSTGRES_PLAN = "starts_with(e.originator_id, 'plan:')"
 SQLITE_SHARE = (
     "(unicode(substr(e.originator_id, -1)) + 31 * unicode(substr(e.originator_id, -2, 1))) % ?"
 )
 POSTGRES_SHARE = (
-    "mod(ascii(right(e.originator_id, 1)) + 31 * ascii(left(right(e.originator_id, 2), 1)), %s)"
+    "mod(get_byte(textsend(e.originator_id), octet_length(e.originator_id) - 1) "
+    "+ 31 * get_byte(textsend(e.originator_id), octet_length(e.originator_id) - 2), %s)"
 )
 
 
