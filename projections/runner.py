@@ -12,6 +12,7 @@ committed views and tracked separately (rewriting a file is idempotent).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import threading
@@ -306,16 +307,31 @@ class ProjectionRunner:
 
     # -- a rebuild spread over worker processes ----------------------------------------------
 
-    def _rebuild_forked(self, on_batch: Callable[[int, int], None] | None) -> ForkedWorkers:
-        """Reset the views, then apply the events from position 0, each batch read, decoded,
-        folded and made into rows by forked workers (each reads the events of its own
-        sessions, on a connection of its own) while this process writes the batch before (and
-        resets the views while they fold the first). Every batch still commits with its
-        position, so this stops at any batch and `catch_up` goes on from there: when another
-        runner moved the position, a worker failed, or a worker holds MAX_WORKER_SESSIONS
-        views. Returns the workers, stopped: the caller waits for them to end (`close`) once
-        it has done what it can do while they exit."""
+    def _first_batches(self) -> list[Bounds] | None:
+        """The bounds of a rebuild's first batches, read until they hold PARALLEL_MIN_EVENTS
+        events (None: the store holds fewer, rebuilt in this process). A forked rebuild starts
+        with them: its check costs no reading of its own."""
+        batches = [self.store.batch_bounds(0, FORKED_BATCH)]
+        while sum(events for events, _ in batches) < PARALLEL_MIN_EVENTS:
+            upcoming = self._bounds_after(batches[-1])
+            if not upcoming[0]:
+                return None
+            batches.append(upcoming)
+        return batches
+
+    def _rebuild_forked(
+        self, batches: list[Bounds], on_batch: Callable[[int, int], None] | None
+    ) -> ForkedWorkers:
+        """Reset the views, then apply the events from position 0 (the bounds of the first
+        `batches` known already), each batch read, decoded, folded and made into rows by forked
+        workers (each reads the events of its own sessions, on a connection of its own) while
+        this process writes the batch before (and resets the views while they fold the first).
+        Every batch still commits with its position, so this stops at any batch and `catch_up`
+        goes on from there: when another runner moved the position, a worker failed, or a
+        worker holds MAX_WORKER_SESSIONS views. Returns the workers, stopped: the caller waits
+        for them to end (`close`) once it has done what it can do while they exit."""
         count = self.workers
+        known = collections.deque(batches)
         reader = self.store.share_reader(count)
         workers = ForkedWorkers(count, functools.partial(fold_state, reader), self._fold_part)
         reset = False
@@ -327,7 +343,7 @@ class ProjectionRunner:
             # The rows of a batch hold no cycles: the collector would only re-scan this
             # process's heap (a large one after building a store) between batches.
             with paused_gc():
-                bounds = self.store.batch_bounds(0, FORKED_BATCH)
+                bounds = known.popleft()
                 if bounds[0]:
                     send(bounds, 0)
                 self.store.reset()
@@ -337,7 +353,7 @@ class ProjectionRunner:
                     # Two batches in flight: a worker that has sent its part of this one goes
                     # on with the next at once, whatever the others and this process still do
                     # (a full worker, below, folds one batch more than it keeps).
-                    upcoming = self._bounds_after(bounds)
+                    upcoming = known.popleft() if known else self._bounds_after(bounds)
                     if upcoming[0]:
                         send(upcoming, bounds[1])
                     answers: list[FoldedPart] = workers.receive()
@@ -433,12 +449,9 @@ class ProjectionRunner:
             self.position = 0
         # (the workers' exit overlaps with the catch-up and the end of the bulk writes)
         with contextlib.ExitStack() as after, self.store.bulk_writes():
-            if (
-                self.workers > 1
-                and can_fork()
-                and self.store.batch_bounds(0, PARALLEL_MIN_EVENTS)[0] >= PARALLEL_MIN_EVENTS
-            ):
-                after.callback(self._rebuild_forked(on_batch).close)  # resets the views first
+            batches = self._first_batches() if self.workers > 1 and can_fork() else None
+            if batches is not None:  # resets the views first
+                after.callback(self._rebuild_forked(batches, on_batch).close)
             else:
                 self.store.reset()
             return self.catch_up(on_batch)
