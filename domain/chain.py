@@ -18,6 +18,9 @@ from typing import Any, Protocol
 
 GENESIS = "0" * 64
 CHAIN_BROKEN = "chain_broken"
+# A copy of a fresh hash costs less than making one (OpenSSL sets up a context): 0.065 us of
+# the 1.6 a link costs on the bulk bench's store.
+_SHA256 = sha256()
 
 
 def link(previous: str, topic: str, aggregate_id: str, version: int, state: bytes) -> str:
@@ -45,7 +48,8 @@ def links(
     if chain is None:
         return False
     # link() written out: this runs for every event that verify and the views read.
-    digest = sha256(f"{previous}\n{topic}\n{aggregate_id}\n{version}\n".encode())
+    digest = _SHA256.copy()
+    digest.update(f"{previous}\n{topic}\n{aggregate_id}\n{version}\n".encode())
     digest.update(state)
     if digest.hexdigest() == chain:
         return True
@@ -80,7 +84,14 @@ def first_break(rows: Sequence[ChainedRow]) -> int | None:
     previous = GENESIS
     for index, row in enumerate(rows):
         chain = row.chain
-        if not links(
+        # The link over the state as stored, written out (no call: 4% of the chain's cost);
+        # links() tells the rest.
+        digest = _SHA256.copy()
+        digest.update(
+            f"{previous}\n{row.topic}\n{row.originator_id}\n{row.originator_version}\n".encode()
+        )
+        digest.update(row.state)
+        if digest.hexdigest() != chain and not links(
             previous, row.topic, row.originator_id, row.originator_version, row.state, chain
         ):
             return index
