@@ -337,10 +337,11 @@ def evaluate(
             violations += _evaluate_operation(plan, pending, policy)
         elif pending.candidate is not None:
             # The rules of a snapshot are a function of it and the policy: the very plan
-            # committed last, under this policy, passed them then. (Readers decode a plan sent
-            # again byte for byte to that one object, projections.decode.)
+            # committed last, under this policy, passed them then (readers decode a plan sent
+            # again byte for byte to that one object, projections.decode), and a plan with its
+            # title and steps' texts has only its statuses to check.
             if pending.candidate is not plan.snapshot:
-                violations += rules.check_snapshot(policy, pending.candidate)
+                violations += rules.check_snapshot(policy, pending.candidate, plan.snapshot)
             violations += rules.check_transition(
                 policy, plan.snapshot, plan.accepted_ids, pending.candidate
             )

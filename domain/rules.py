@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from collections.abc import Set as AbstractSet
 
 from domain.models import (
     ALLOWED_STATUSES,
@@ -46,15 +47,68 @@ def too_many_steps(count: int, checked: int | None = None) -> Violation:
 _last_checked: tuple[Policy | None, PlanSnapshot | None, tuple[Violation, ...]] = (None, None, ())
 
 
-def check_snapshot(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
-    """Rules a single snapshot must meet on its own (spec rules 1-6, 9 and the bounds)."""
+def check_snapshot(
+    policy: Policy, snapshot: PlanSnapshot, passed: PlanSnapshot | None = None
+) -> list[Violation]:
+    """Rules a single snapshot must meet on its own (spec rules 1-6, 9 and the bounds).
+
+    `passed`: a snapshot that met them under this policy (the plan's committed one). Under the
+    strict and replace policies every rule but those of the statuses reads only the title and
+    the steps' ids and titles: a snapshot with the title, ids and titles of `passed` (an agent
+    moving its steps along) meets those rules as `passed` did, and only its statuses are
+    checked, with the same violations in the same order as a check of every rule."""
     global _last_checked
     last_policy, last_snapshot, last_problems = _last_checked
     if snapshot is last_snapshot and policy is last_policy:
         return list(last_problems)
-    problems = _check_snapshot(policy, snapshot)
+    if passed is not None and policy is not Policy.TASKS and _same_texts(passed, snapshot):
+        problems = _check_statuses(policy, snapshot)
+    else:
+        problems = _check_snapshot(policy, snapshot)
     _last_checked = (policy, snapshot, tuple(problems))
     return problems
+
+
+def _same_texts(one: PlanSnapshot, other: PlanSnapshot) -> bool:
+    """Whether two snapshots have the same title and the same steps' ids and titles, in order."""
+    steps, others = one.steps, other.steps
+    if one.title != other.title or len(steps) != len(others):
+        return False
+    for step, that in zip(steps, others, strict=True):
+        if step.id != that.id or step.title != that.title:
+            return False
+    return True
+
+
+def _check_statuses(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
+    """The rules of the statuses alone (`_check_snapshot`'s, for a snapshot whose every other
+    rule holds): each step's status, then the steps in progress."""
+    allowed = ALLOWED_STATUSES[policy]
+    problems: list[Violation] = []
+    for index, step in enumerate(snapshot.steps):
+        if step.status not in allowed:
+            problems.append(_status_problem(allowed, index, step.status, step.id or None))
+    return problems + _check_in_progress(policy, snapshot)
+
+
+def _status_problem(
+    allowed: AbstractSet[str], index: int, status: str, step_id: str | None
+) -> Violation:
+    """The violation of a step whose status is not one of `allowed`."""
+    label = step_label(index)
+    if not status:
+        return Violation(
+            code="missing_field",
+            message=f"{label} has no `status`; give one of {', '.join(sorted(allowed))}.",
+            step_id=step_id,
+            index=index,
+        )
+    return Violation(
+        code="invalid_status",
+        message=f"{label} has status {status[:40]!r}; use one of {', '.join(sorted(allowed))}.",
+        step_id=step_id,
+        index=index,
+    )
 
 
 def _check_snapshot(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
@@ -171,25 +225,8 @@ def _check_steps(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
                     index=index,
                 )
             )
-        if not step.status:
-            problems.append(
-                Violation(
-                    code="missing_field",
-                    message=f"{label} has no `status`; give one of {', '.join(sorted(allowed))}.",
-                    step_id=step_id,
-                    index=index,
-                )
-            )
-        elif step.status not in allowed:
-            problems.append(
-                Violation(
-                    code="invalid_status",
-                    message=f"{label} has status {step.status[:40]!r}; use one of "
-                    f"{', '.join(sorted(allowed))}.",
-                    step_id=step_id,
-                    index=index,
-                )
-            )
+        if step.status not in allowed:
+            problems.append(_status_problem(allowed, index, step.status, step_id))
     return problems
 
 

@@ -11,6 +11,8 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as hyp
 
 from domain import rules
 from domain.errors import IllegalTransition, InvalidId
@@ -1115,3 +1117,50 @@ def test_an_undecided_or_superseded_first_proposal_fixes_nothing() -> None:
     assert plan.decide(GOALS).status == "committed"
     assert plan.outcomes["p1"].status == "rejected"
     assert plan.policy is Policy.STRICT
+
+
+# -- a plan moved along: only its statuses checked --------------------------------------------
+
+STATUS_CHOICES = ["pending", "in_progress", "completed", "cancelled", "", "blocked", "x" * 50]
+
+
+@given(
+    policy=hyp.sampled_from([Policy.STRICT, Policy.REPLACE]),
+    texts=hyp.lists(
+        hyp.sampled_from(["Fix it", "fix it", "Run tests", "Ship", "Ship!"]), max_size=6
+    ),
+    statuses=hyp.lists(hyp.sampled_from(STATUS_CHOICES), min_size=6, max_size=6),
+)
+def test_a_plan_with_the_texts_of_one_that_passed_is_judged_by_its_statuses_alike(
+    policy: Policy, texts: list[str], statuses: list[str]
+) -> None:
+    """check_snapshot given the committed plan checks only the statuses of a plan with its
+    title and steps' ids and titles: the same violations, in the same order, as every rule."""
+    ids = (
+        derive_step_ids(texts) if policy is Policy.REPLACE else [f"s{n}" for n in range(len(texts))]
+    )
+    passed = PlanSnapshot(
+        title="Ship it",
+        steps=tuple(
+            Step(id=i, title=t, status="completed") for i, t in zip(ids, texts, strict=True)
+        ),
+    )
+    assert rules.check_snapshot(policy, passed) == []
+    moved = passed.model_copy(
+        update={
+            "steps": tuple(
+                s.model_copy(update={"status": statuses[n]}) for n, s in enumerate(passed.steps)
+            )
+        }
+    )
+    assert rules._same_texts(passed, moved)
+    assert rules.check_snapshot(policy, moved, passed) == rules._check_snapshot(policy, moved)
+
+
+def test_a_plan_whose_texts_changed_is_checked_by_every_rule() -> None:
+    passed = PlanSnapshot(title="Ship it", steps=(Step(id="a", title="Do a", status="completed"),))
+    retitled = PlanSnapshot(title="Ship it", steps=(Step(id="a", title=" ", status="completed"),))
+    assert not rules._same_texts(passed, retitled)
+    assert [v.code for v in rules.check_snapshot(Policy.STRICT, retitled, passed)] == [
+        "blank_step_title"
+    ]
