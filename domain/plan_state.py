@@ -119,24 +119,24 @@ class PlanState:
     last_rejection: tuple[str, tuple[Violation, ...]] | None = None
 
 
-def fail_unless(ok: bool, session_id: str, position: int, rule: str, message: str) -> None:
-    if not ok:
-        raise CorruptHistory(session_id, position, rule, message)
-
-
 # -- the stream ---------------------------------------------------------------------------------
+
+# (Each check builds its message only where it fails: these run for every event a replay
+# applies, and messages made on the way were 1.5% of the instructions of the views' fold of the
+# bulk bench's store.)
 
 
 def check_created(session_id: str, position: int, exists: bool) -> None:
     """A PlanCreated event: the plan's first event, and only once."""
-    fail_unless(not exists, session_id, position, "plan_recreated", "the plan was created twice")
-    fail_unless(
-        position == 1,
-        session_id,
-        position,
-        "missing_event",
-        f"the plan was created at position {position}, after events that are gone",
-    )
+    if exists:
+        raise CorruptHistory(session_id, position, "plan_recreated", "the plan was created twice")
+    if position != 1:
+        raise CorruptHistory(
+            session_id,
+            position,
+            "missing_event",
+            f"the plan was created at position {position}, after events that are gone",
+        )
 
 
 def check_next(session_id: str, position: int, exists: bool, version: int | None) -> None:
@@ -146,13 +146,13 @@ def check_next(session_id: str, position: int, exists: bool, version: int | None
         raise CorruptHistory(
             session_id, position, "missing_event", "a plan event before the plan's creation"
         )
-    fail_unless(
-        version is None or position == version + 1,
-        session_id,
-        position,
-        "missing_event",
-        f"the event at position {position} follows position {version}",
-    )
+    if version is not None and position != version + 1:
+        raise CorruptHistory(
+            session_id,
+            position,
+            "missing_event",
+            f"the event at position {position} follows position {version}",
+        )
 
 
 def plan_created(session_id: str, position: int, existing: PlanState | None) -> PlanState:
@@ -187,21 +187,20 @@ def record_proposal(
     """PlanProposed: the proposal becomes the pending one (none may be undecided, and its id
     must be new)."""
     pending = plan.pending
-    fail_unless(
-        pending is None,
-        plan.session_id,
-        position,
-        "undecided_proposal",
-        f"proposal {proposal_id!r} was recorded while "
-        f"{pending.proposal_id if pending else ''!r} was undecided",
-    )
-    fail_unless(
-        proposal_id not in plan.outcomes,
-        plan.session_id,
-        position,
-        "proposal_id_reused",
-        f"proposal id {proposal_id!r} was recorded twice",
-    )
+    if pending is not None:
+        raise CorruptHistory(
+            plan.session_id,
+            position,
+            "undecided_proposal",
+            f"proposal {proposal_id!r} was recorded while {pending.proposal_id!r} was undecided",
+        )
+    if proposal_id in plan.outcomes:
+        raise CorruptHistory(
+            plan.session_id,
+            position,
+            "proposal_id_reused",
+            f"proposal id {proposal_id!r} was recorded twice",
+        )
     if form and form not in FORMS:
         raise CorruptHistory(
             plan.session_id,
@@ -241,20 +240,20 @@ def record_commit(
     Returns the plan it replaced (None: the first commit)."""
     session_id = plan.session_id
     pending = require_pending(plan, position, proposal_id)
-    fail_unless(
-        revision == plan.revision + 1,
-        session_id,
-        position,
-        "revision_sequence",
-        f"commit says revision {revision} but follows revision {plan.revision}",
-    )
-    fail_unless(
-        same_snapshot(pending.candidate, snapshot),
-        session_id,
-        position,
-        "snapshot_mismatch",
-        f"the committed snapshot differs from proposal {proposal_id!r}",
-    )
+    if revision != plan.revision + 1:
+        raise CorruptHistory(
+            session_id,
+            position,
+            "revision_sequence",
+            f"commit says revision {revision} but follows revision {plan.revision}",
+        )
+    if not same_snapshot(pending.candidate, snapshot):
+        raise CorruptHistory(
+            session_id,
+            position,
+            "snapshot_mismatch",
+            f"the committed snapshot differs from proposal {proposal_id!r}",
+        )
     form = pending.form
     if form is None:
         raise CorruptHistory(
@@ -288,13 +287,13 @@ def record_rejection(
 ) -> None:
     """PlanRejected: the pending proposal is dropped, with at least one reason."""
     pending = require_pending(plan, position, proposal_id)
-    fail_unless(
-        bool(violations),
-        plan.session_id,
-        position,
-        "rejection_without_violation",
-        f"proposal {proposal_id!r} was rejected without a reason",
-    )
+    if not violations:
+        raise CorruptHistory(
+            plan.session_id,
+            position,
+            "rejection_without_violation",
+            f"proposal {proposal_id!r} was rejected without a reason",
+        )
     plan.pending = None
     plan.last_rejection = (proposal_id, violations)
     plan.outcomes[proposal_id] = outcome(
