@@ -359,6 +359,8 @@ class ProjectionRunner:
                     if upcoming[0]:
                         send(upcoming, bounds[1])
                     answers: list[FoldedPart] = workers.receive()
+                    if not upcoming[0]:
+                        workers.stop()  # nothing left to fold: they exit while this writes
                     position = self._write_folded(position, bounds, answers, on_batch)
                     if any(answer.full for answer in answers):
                         break
