@@ -17,7 +17,8 @@ server (every `postgres` process's time in /proc, the postmaster's reaped childr
 only when the server runs on this machine, and with whatever else it did meanwhile), and how
 often the writing processes were preempted per commit (involuntary context switches: with
 more writers than cores, a writer is taken off its core mid-commit and comes back to caches
-other processes have filled, so the same code costs more CPU). The HTTP
+other processes have filled, so the same code costs more CPU), and the CPU a submit may use
+for 0.5x raw on this machine's cores, beside what it used. The HTTP
 clients (one keep-alive connection to each server) open their sessions on one server, in turn,
 and read each one's plan back from the other. Issue 24's bars: ledger submits/s grow from 1 to
 8 writers and reach at least 0.5x raw at 8 writers; one writer at least 0.3x raw.
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import resource
 import sys
 import tempfile
@@ -277,8 +279,26 @@ def main(argv: list[str] | None = None) -> int:
             f"{cpu_text(cpu['ledger_client_cpu_ms'], cpu['ledger_server_cpu_ms']):>15}"
             f"  {preempted['raw_preempted']:>26.2f} {preempted['ledger_preempted']:>7.2f}"
         )
+    print_budget(rows)
     common.write_result(args.output, common.result(args, seconds=args.seconds, rows=rows))
     return 0
+
+
+def print_budget(rows: dict[int, dict[str, Any]]) -> None:
+    """What 0.5x raw at each writer count allows a submit: the CPU of this machine's cores
+    over that rate (the writers and a local server share them), beside what a submit used."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"\nCPU a submit may use for 0.5x raw on {cores} cores, client and server together:")
+    for n, row in rows.items():
+        budget = (cores or 1) / (0.5 * row["raw"]) * 1e3 if row["raw"] else None
+        row["cpu_budget_ms_at_half_raw"] = budget
+        client, server = row["ledger_client_cpu_ms"], row["ledger_server_cpu_ms"]
+        used = client + server if client is not None and server is not None else None
+        print(
+            f"{n:>7} writers: {budget:.2f} ms; used {used:.2f} ms"
+            if budget is not None and used is not None
+            else f"{n:>7} writers: not measured"
+        )
 
 
 def median_or_none(values: list[float | None]) -> float | None:
