@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import os
 import resource
 import sys
 import tempfile
@@ -46,6 +45,7 @@ import common
 from http_latency import Http, server
 
 from planledger.service import open_planledger
+from projections.forked import cores
 
 RAW_TABLE = "writers_raw"
 
@@ -269,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
             "ratio": ledger / raw if raw else None,
             "http_two_servers": over_http,
             "http_ratio": over_http / raw if raw else None,
+            # This machine's CPU over half the raw rate (the writers and a local server share
+            # it): what a submit may use, client and server together, for 0.5x raw.
+            "cpu_budget_ms_at_half_raw": cores() / (0.5 * raw) * 1e3 if raw else None,
             **cpu,
             **preempted,
         }
@@ -279,19 +282,16 @@ def main(argv: list[str] | None = None) -> int:
             f"{cpu_text(cpu['ledger_client_cpu_ms'], cpu['ledger_server_cpu_ms']):>15}"
             f"  {preempted['raw_preempted']:>26.2f} {preempted['ledger_preempted']:>7.2f}"
         )
-    print_budget(rows)
+    print_budget(rows, cores())
     common.write_result(args.output, common.result(args, seconds=args.seconds, rows=rows))
     return 0
 
 
-def print_budget(rows: dict[int, dict[str, Any]]) -> None:
-    """What 0.5x raw at each writer count allows a submit: the CPU of this machine's cores
-    over that rate (the writers and a local server share them), beside what a submit used."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    print(f"\nCPU a submit may use for 0.5x raw on {cores} cores, client and server together:")
+def print_budget(rows: dict[int, dict[str, Any]], core_count: int) -> None:
+    """What 0.5x raw at each writer count allows a submit, beside what a submit used."""
+    print(f"\nCPU a submit may use for 0.5x raw on {core_count} cores, client and server together:")
     for n, row in rows.items():
-        budget = (cores or 1) / (0.5 * row["raw"]) * 1e3 if row["raw"] else None
-        row["cpu_budget_ms_at_half_raw"] = budget
+        budget = row["cpu_budget_ms_at_half_raw"]
         client, server = row["ledger_client_cpu_ms"], row["ledger_server_cpu_ms"]
         used = client + server if client is not None and server is not None else None
         print(
