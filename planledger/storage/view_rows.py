@@ -53,13 +53,12 @@ def entry_texts(entries: Sequence[HistoryEntry]) -> list[str]:
     for each call). A start can only be cut at where an item begins (a quote inside a string
     is escaped) or where a nested object has a `position` key of its own: then more texts
     than entries come out, and each entry is made alone."""
-    if not entries:
-        return []
-    text = _ENTRIES.dump_json(list(entries), by_alias=True, exclude_none=True).decode()
-    pieces = text[1:-1].split("," + ENTRY_START)
-    if len(pieces) != len(entries):
-        return [entry.model_dump_json(by_alias=True, exclude_none=True) for entry in entries]
-    return [pieces[0], *[ENTRY_START + piece for piece in pieces[1:]]]
+    if len(entries) > 1:  # (one alone is cheaper made alone)
+        text = _ENTRIES.dump_json(list(entries), by_alias=True, exclude_none=True).decode()
+        pieces = text[1:-1].split("," + ENTRY_START)
+        if len(pieces) == len(entries):
+            return [pieces[0], *[ENTRY_START + piece for piece in pieces[1:]]]
+    return [entry.model_dump_json(by_alias=True, exclude_none=True) for entry in entries]
 
 
 def rows_of(changes: ViewChanges, stored: StoredAt) -> ViewRows:
