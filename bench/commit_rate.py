@@ -11,7 +11,7 @@ commits / (time spent inside the measured call).
   a        raw psycopg 3 (binary): one single-row INSERT (bigserial id, 300-byte bytea) + COMMIT.
   b        plain `eventsourcing`: Application.save() of a new Aggregate (one Created event).
   c        the ledger as shipped: Ledger.submit() of a strict-form (plan_update) proposal that
-           commits (storage.postgres_recorder.OneTripPostgresRecorder, write-side plan cache).
+           commits (storage.postgres_recorder.ViewsPostgresRecorder, write-side plan cache).
   c_stock  c with the library's stock PostgresApplicationRecorder (APPLICATION_RECORDER_TOPIC
            removed from the ledger's env), so the gain of our recorder shows in the same run.
   d        no database: the same plan JSON written atomically to plan.json (write, fsync,
@@ -53,7 +53,7 @@ from eventsourcing.utils import get_topic
 from psycopg import sql
 
 from planledger.service.ledger import Ledger
-from planledger.storage.postgres_recorder import OneTripPostgresRecorder
+from planledger.storage.postgres_recorder import ViewsPostgresRecorder
 from planledger.storage.settings import DatabaseSettings, database_settings
 
 PAYLOAD_BYTES = 300
@@ -323,7 +323,7 @@ class LedgerVariant(Variant):
         "6 x submit() of a 5-step strict-form plan advancing one step per revision, "
         "expected_revision set; then the next session"
     )
-    recorder_class: type[PostgresApplicationRecorder] = OneTripPostgresRecorder
+    recorder_class: type[PostgresApplicationRecorder] = ViewsPostgresRecorder
 
     def ledger_env(self, env: dict[str, str]) -> dict[str, str]:
         return env

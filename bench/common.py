@@ -14,8 +14,10 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -240,3 +242,28 @@ def planledger() -> str:
     if not found:
         raise SystemExit("the `planledger` command is not installed (pip install -e .)")
     return found
+
+
+# -- instruction counts -----------------------------------------------------------------------
+
+COLLECTED = re.compile(r"Collected : (\d+)")
+
+
+def callgrind(script: str, arguments: Sequence[str], out: str = "/dev/null") -> int:
+    """The instructions valgrind's callgrind counts in `python script arguments...`, run in a
+    process of its own (its profile written to `out`); SystemExit with its errors if it fails."""
+    command = [
+        "valgrind",
+        "--tool=callgrind",
+        f"--callgrind-out-file={out}",
+        sys.executable,
+        script,
+        *arguments,
+    ]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=3600)
+    found = COLLECTED.search(run.stderr)
+    if run.returncode != 0 or found is None:
+        raise SystemExit(
+            f"{script} {' '.join(arguments)} under callgrind failed:\n{run.stderr[-3000:]}"
+        )
+    return int(found.group(1))

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import gc
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -35,7 +34,6 @@ from typing import Any
 import common
 from shapes import write_corpus
 
-COLLECTED = re.compile(r"Collected : (\d+)")
 CASES = ("bare_decode", "fold")
 
 
@@ -84,21 +82,7 @@ def child(case: str, url: str, times: int) -> None:
 def counted(case: str, url: str, times: int, folder: Path) -> tuple[int, int]:
     """All the instructions callgrind counted in a child, and those in libcrypto."""
     out = folder / f"{case}.{times}.callgrind"
-    command = [
-        "valgrind",
-        "--tool=callgrind",
-        f"--callgrind-out-file={out}",
-        sys.executable,
-        __file__,
-        "--child",
-        case,
-        url,
-        str(times),
-    ]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=3600)
-    found = COLLECTED.search(run.stderr)
-    if run.returncode != 0 or found is None:
-        raise SystemExit(f"{case} under callgrind failed:\n{run.stderr[-3000:]}")
+    total = common.callgrind(__file__, ["--child", case, url, str(times)], str(out))
     annotated = subprocess.run(
         ["callgrind_annotate", "--inclusive=no", "--threshold=100", str(out)],
         capture_output=True,
@@ -110,7 +94,7 @@ def counted(case: str, url: str, times: int, folder: Path) -> tuple[int, int]:
         for line in annotated.splitlines()
         if "libcrypto" in line and line.strip()[:1].isdigit()
     )
-    return int(found.group(1)), crypto
+    return total, crypto
 
 
 def main(argv: list[str] | None = None) -> int:

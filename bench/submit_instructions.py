@@ -20,9 +20,7 @@ minute.
 
 from __future__ import annotations
 
-import re
 import shutil
-import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -30,7 +28,6 @@ from pathlib import Path
 import common
 from writers import RAW_TABLE, plan
 
-COLLECTED = re.compile(r"Collected : (\d+)")
 CASES = ("raw", "ledger")
 
 
@@ -65,23 +62,7 @@ def child(case: str, url: str, warmup: int, count: int) -> None:
 
 def counted(case: str, url: str, warmup: int, count: int) -> int:
     """The instructions callgrind counted in a child that made `warmup` + `count` writes."""
-    command = [
-        "valgrind",
-        "--tool=callgrind",
-        "--callgrind-out-file=/dev/null",
-        sys.executable,
-        __file__,
-        "--child",
-        case,
-        url,
-        str(warmup),
-        str(count),
-    ]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=3600)
-    found = COLLECTED.search(run.stderr)
-    if run.returncode != 0 or found is None:
-        raise SystemExit(f"{case} under callgrind failed:\n{run.stderr[-3000:]}")
-    return int(found.group(1))
+    return common.callgrind(__file__, ["--child", case, url, str(warmup), str(count)])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,7 +28,10 @@ from planledger.storage.scan import ChainedEvent
 from planledger.storage.view_rows import SESSION_COLUMNS, ViewRows, columns, rows_of
 
 
-class OneTripPostgresRecorder(PostgresApplicationRecorder):
+class ViewsPostgresRecorder(PostgresApplicationRecorder):
+    """The library's PostgreSQL insert with each event's chain (domain.chain) and no table lock,
+    plus the views in the same statement when current (the module says how)."""
+
     # Each read tried once: the service's `heals` retries within its bound (postgres_factory).
     select_events = inspect.unwrap(PostgresApplicationRecorder.select_events)
     select_notifications = inspect.unwrap(PostgresApplicationRecorder.select_notifications)

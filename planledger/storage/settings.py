@@ -12,7 +12,7 @@ from domain.errors import LedgerError
 DEFAULT_HOME = Path("~/.local/share/planledger")
 # Our recorders (views stored with their events), each imported only for its database.
 SQLITE_RECORDER = "planledger.storage.sqlite_recorder:ViewsSQLiteRecorder"
-POSTGRES_RECORDER = "planledger.storage.postgres_recorder:OneTripPostgresRecorder"
+POSTGRES_RECORDER = "planledger.storage.postgres_recorder:ViewsPostgresRecorder"
 POSTGRES_FACTORY = "planledger.storage.postgres_factory:BoundedPostgresFactory"
 # A lost PostgreSQL server is "storage unavailable" within about 3 s, never a wait: a call
 # waits POOL_TIMEOUT seconds for a pooled connection (a command may wait twice), a connection

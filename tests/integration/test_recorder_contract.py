@@ -16,12 +16,12 @@ from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.sqlite import SQLiteDatastore
 from eventsourcing.tests.persistence import ApplicationRecorderTestCase
 
-from planledger.storage.postgres_recorder import OneTripPostgresRecorder
+from planledger.storage.postgres_recorder import ViewsPostgresRecorder
 from planledger.storage.sqlite_recorder import ViewsSQLiteRecorder
 from tests.conftest import POSTGRES_URL
 
 
-class TestOneTripPostgresRecorder(ApplicationRecorderTestCase[OneTripPostgresRecorder]):
+class TestViewsPostgresRecorder(ApplicationRecorderTestCase[ViewsPostgresRecorder]):
     def setUp(self) -> None:
         self.schema = f"r_{uuid.uuid4().hex[:12]}"
         self.admin = psycopg.connect(POSTGRES_URL, autocommit=True)
@@ -46,8 +46,8 @@ class TestOneTripPostgresRecorder(ApplicationRecorderTestCase[OneTripPostgresRec
     def new_originator_id(self) -> str:
         return str(uuid.uuid4())
 
-    def create_recorder(self) -> OneTripPostgresRecorder:
-        recorder = OneTripPostgresRecorder(self.datastore, events_table_name="events")
+    def create_recorder(self) -> ViewsPostgresRecorder:
+        recorder = ViewsPostgresRecorder(self.datastore, events_table_name="events")
         recorder.create_table()
         return recorder
 
