@@ -146,7 +146,12 @@ class Plan(Aggregate):
         candidate = parsed.candidate
         if parsed.operation is not None and self.policy in (None, Policy.TASKS):
             candidate, _ = apply_operation(self.snapshot, parsed.operation)
-        elif candidate is not None and parsed.keeps_goal and self.snapshot is not None:
+        elif (
+            candidate is not None
+            and parsed.keeps_goal
+            and self.snapshot is not None
+            and candidate.goal_id != self.snapshot.goal_id
+        ):
             candidate = candidate.model_copy(update={"goal_id": self.snapshot.goal_id})
         if self.pending is not None:
             self.trigger_event(

@@ -63,10 +63,11 @@ def record_sessions(
     source: str | None = None,
     in_run: Mapping[str, Collection[str]] | None = None,
 ) -> list[SessionImport]:
-    """Record each session's `calls` (already in order, each id once), skipping the ones it
-    already holds: a call id it has, a task it created already, a call replayed from a session
-    that holds it, a call that changed nothing. A session opened here gets `source` and its
-    calls' parent and working directory. A session whose calls cannot be recorded (an invalid
+    """Record each session's `calls` (already in order, each id once, each payload within the
+    input limits: `domain.limits.check_payload`), skipping the ones it already holds: a call
+    id it has, a task it created already, a call replayed from a session that holds it, a call
+    that changed nothing. A session opened here gets `source` and its calls' parent and
+    working directory. A session whose calls cannot be recorded (an invalid
     id, a payload the ledger refuses to read) goes to `on_error`; a storage failure propagates
     (what was written stays written). `in_run` holds the call ids of every session of the run
     when `sessions` are only a share of it (a fork's replayed call is then known wherever it
@@ -121,7 +122,8 @@ def record_sessions(
             files=list(dict.fromkeys(call.path for call in calls)),
         )
         new = [
-            Call(payload=call.payload, proposal_id=call.call_id, client=client) for call in fresh
+            Call(payload=call.payload, proposal_id=call.call_id, client=client, checked=True)
+            for call in fresh
         ]
         result.skipped = len(calls) - len(new)
         if not new:

@@ -91,6 +91,9 @@ class Call:
     proposal_id: str | None = None
     client: str | None = None
     actor: str | None = None  # None: the local user (planledger.service.actor)
+    # The payload passed domain.limits.check_payload already (an import checks each call as it
+    # reads it, so that one past the limits is reported alone, not with its session's).
+    checked: bool = False
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,7 @@ def parse_call(call: Call) -> ParsedCall:
     """A call read and its proposal id chosen (before any retry, so a retry finds it)."""
     if not isinstance(call.payload, Mapping):
         raise InvalidInput("a plan proposal must be a JSON object")
-    parsed = parse_proposal(call.payload)
+    parsed = parse_proposal(call.payload, checked=call.checked)
     proposal_id = parsed.proposal_id or call.proposal_id or uuid.uuid4().hex
     validate_id(proposal_id, "proposal id")
     return ParsedCall(

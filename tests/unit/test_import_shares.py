@@ -249,3 +249,26 @@ def test_a_bulk_save_takes_the_snapshots_a_save_takes(sqlite_url: str, tmp_path:
             stored = service.ledger.snapshots.get(plan_aggregate_id("s-long"))
             taken.append([snapshot.originator_version for snapshot in stored])
     assert taken[0] == taken[1] == [241]  # 241 events: a version of 100 and 200 among them
+
+
+def test_a_call_past_the_input_limits_is_reported_alone_and_the_rest_recorded(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    """The import checks each payload against the input limits as it reads it (so the service,
+    which records the calls as checked, is never handed one past them)."""
+    deep: Any = "x"
+    for _ in range(20):  # past domain.limits.MAX_DEPTH, well within what a parser reads
+        deep = [deep]
+    rollout = Rollout("s-limits")
+    rollout.update_plan(1, "call_1", plan_args(("Read", "in_progress")))  # lines 3, 4
+    rollout.update_plan(2, "call_deep", {**plan_args(("Read", "completed")), "explanation": deep})
+    rollout.update_plan(3, "call_3", plan_args(("Read", "completed")))
+    path = rollout.write(tmp_path / "limits.jsonl")
+    with open_planledger(sqlite_url, home=None) as service:
+        report = import_paths(service, "codex", [path])
+
+        assert [(e.line, e.message.split(":")[0]) for e in report.errors] == [(5, "call call_deep")]
+        assert "nests objects or lists more than 16 deep" in report.errors[0].message
+        ((session,),) = [report.sessions]
+        assert (session.committed, session.rejected) == (2, 0)
+        assert service.plan("codex-s-limits").revision == 2
