@@ -25,7 +25,6 @@ from __future__ import annotations
 import gc
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -83,18 +82,7 @@ def counted(case: str, url: str, times: int, folder: Path) -> tuple[int, int]:
     """All the instructions callgrind counted in a child, and those in libcrypto."""
     out = folder / f"{case}.{times}.callgrind"
     total = common.callgrind(__file__, ["--child", case, url, str(times)], str(out))
-    annotated = subprocess.run(
-        ["callgrind_annotate", "--inclusive=no", "--threshold=100", str(out)],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    crypto = sum(
-        int(line.split()[0].replace(",", ""))
-        for line in annotated.splitlines()
-        if "libcrypto" in line and line.strip()[:1].isdigit()
-    )
-    return total, crypto
+    return total, common.libcrypto_instructions(str(out))
 
 
 def main(argv: list[str] | None = None) -> int:
