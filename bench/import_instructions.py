@@ -4,8 +4,9 @@ callgrind, beside a bare `json.loads` of every line of the same files, in the sa
     python bench/import_instructions.py [--files 100] [--calls 30]
         [--database sqlite|postgres|URL] [--output bench/results/import_instructions.json]
 
-An import's speed on this 2-core machine swings by a quarter within minutes (bench/bulk.py),
-more than most changes to it are worth; an instruction count does not swing with the machine.
+An import's speed on this 2-core machine swings by more than a quarter within minutes
+(bench/bulk.py), more than most changes to it are worth; an instruction count does not swing
+with the machine.
 A corpus of the bulk bench's shape (bench/shapes.py: Codex rollouts of `--calls` update_plan
 calls of an 8-step plan) is written once, with its first half in a folder of its own. Each case
 then runs under callgrind, in a process of its own, on the half and on the whole: the import

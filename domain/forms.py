@@ -336,7 +336,8 @@ SNAPSHOT_GIVEN = frozenset({"title", "goal_id", "steps"})
 
 def _step(step_id: str, title: str, status: str) -> Step:
     """`Step(id=..., title=..., status=...)` of texts already read, made without validating
-    them again (validation was a quarter of the work of reading a Codex proposal)."""
+    them again (validating the snapshot took a quarter of `parse_proposal`'s time in a
+    sampled import of Codex rollouts)."""
     fields = {"id": step_id, "title": title, "status": status, "blocked_by": (), "owner": None}
     return built(Step, fields, STEP_GIVEN)
 

@@ -67,11 +67,10 @@ def record_sessions(
     input limits: `domain.limits.check_payload`), skipping the ones it already holds: a call
     id it has, a task it created already, a call replayed from a session that holds it, a call
     that changed nothing. A session opened here gets `source` and its calls' parent and
-    working directory. A session whose calls cannot be recorded (an invalid
-    id, a payload the ledger refuses to read) goes to `on_error`; a storage failure propagates
-    (what was written stays written). `in_run` holds the call ids of every session of the run
-    when `sessions` are only a share of it (a fork's replayed call is then known wherever it
-    is recorded)."""
+    working directory. A session whose calls cannot be recorded (an invalid id, a payload the
+    ledger refuses to read) goes to `on_error`; a storage failure propagates (what was written
+    stays written). `in_run` holds the call ids of every session of the run when `sessions`
+    are only a share of it (a fork's replayed call is then known wherever it is recorded)."""
     results: list[SessionImport] = []
     group: dict[str, Pending] = {}
     size = 0
