@@ -13,7 +13,7 @@ and a line past MAX_LINE_BYTES is never held whole, only scanned for markers and
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -105,9 +105,7 @@ def _blocks(
         end = data.rfind(b"\n") + 1
         pending = data[end:]
         if end:
-            lines = data.count(b"\n", 0, end)
-            yield from _complete(data, end, lines, number, markers, limit, report)
-            number += lines
+            number += yield from _complete(data, end, number, markers, limit, report)
         if len(pending) >= limit:  # a long line: the rest scanned a chunk at a time
             number += 1
             long = _scan_rest(handle, pending, markers)
@@ -122,37 +120,44 @@ def _blocks(
 def _complete(
     data: bytes,
     end: int,
-    lines: int,
     number: int,
     markers: tuple[bytes, ...],
     limit: int,
     report: Callable[[int, str], None],
-) -> Iterator[tuple[int, Any]]:
-    """The marked lines of `data[:end]` (`lines` whole lines), the first being line
-    `number + 1`."""
-    if end > limit or not _well_formed(data, end, lines):
-        start = 0
-        while start < end:
-            stop = data.index(b"\n", start) + 1
-            number += 1
-            yield from _line(data[start:stop], number, markers, limit, report)
-            start = stop
-        return
-    starts: set[int] = set()
-    for marker in markers:
-        found = data.find(marker, 0, end)
-        while found >= 0:
-            starts.add(data.rfind(b"\n", 0, found) + 1)
-            found = data.find(marker, data.index(b"\n", found), end)
-    counted = 0  # newlines of data[:counted] added to `number`
-    for start in sorted(starts):
-        number += data.count(b"\n", counted, start)
-        counted = start
-        line = data[start : data.index(b"\n", start) + 1]
-        try:
-            yield number + 1, json.loads(line)
-        except (ValueError, RecursionError) as error:
-            report(number + 1, describe(error))
+) -> Generator[tuple[int, Any], None, int]:
+    """The marked lines of `data[:end]` (whole lines), the first being line `number + 1`;
+    returns how many lines it holds (counted once: the newlines before each marked line, then
+    the rest)."""
+    if end <= limit:
+        starts: set[int] = set()
+        for marker in markers:
+            found = data.find(marker, 0, end)
+            while found >= 0:
+                starts.add(data.rfind(b"\n", 0, found) + 1)
+                found = data.find(marker, data.index(b"\n", found), end)
+        marked = sorted(starts)
+        before: list[int] = []  # the newlines before each marked line
+        seen = counted = 0  # the newlines of data[:counted]
+        for start in marked:
+            seen += data.count(b"\n", counted, start)
+            counted = start
+            before.append(seen)
+        lines = seen + data.count(b"\n", counted, end)
+        if _well_formed(data, end, lines):
+            for start, newlines in zip(marked, before, strict=True):
+                line = data[start : data.index(b"\n", start) + 1]
+                try:
+                    yield number + newlines + 1, json.loads(line)
+                except (ValueError, RecursionError) as error:
+                    report(number + newlines + 1, describe(error))
+            return lines
+    lines = start = 0
+    while start < end:
+        stop = data.index(b"\n", start) + 1
+        lines += 1
+        yield from _line(data[start:stop], number + lines, markers, limit, report)
+        start = stop
+    return lines
 
 
 def _well_formed(data: bytes, end: int, lines: int) -> bool:
