@@ -269,6 +269,38 @@ def callgrind(script: str, arguments: Sequence[str], out: str = "/dev/null") -> 
     return int(found.group(1))
 
 
+def require_valgrind(*tools: str) -> None:
+    """SystemExit naming the first of valgrind and `tools` (its companions, such as
+    `callgrind_annotate`) that is not on PATH."""
+    for tool in ("valgrind", *tools):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"{tool} is not installed (apt-get install valgrind)")
+
+
+def callgrind_apart(script: str, arguments: Sequence[str], out: str) -> tuple[int, int]:
+    """`callgrind(script, arguments, out)`, and the part of it spent in libcrypto."""
+    return callgrind(script, arguments, out), libcrypto_instructions(out)
+
+
+def per_unit(first: tuple[int, int], second: tuple[int, int], units: int) -> dict[str, int]:
+    """The instructions per unit of what the second of two `callgrind_apart` counts did beyond
+    the first: all of them, those outside libcrypto, and those in it."""
+    hashing = (second[1] - first[1]) / units
+    all_of_it = (second[0] - first[0]) / units
+    return {
+        "instructions": round(all_of_it),
+        "outside_libcrypto": round(all_of_it - hashing),
+        "libcrypto": round(hashing),
+    }
+
+
+def per_unit_line(case: str, figures: dict[str, int], unit: str) -> str:
+    return (
+        f"{case:>12}: {figures['instructions'] / 1e3:7.1f}k instructions per {unit}, "
+        f"{figures['outside_libcrypto'] / 1e3:.1f}k outside libcrypto"
+    )
+
+
 def libcrypto_instructions(profile: str) -> int:
     """The instructions of a callgrind profile spent in libcrypto: OpenSSL's SHA-256 runs
     without the SHA extensions under valgrind (its CPU has none), so they count several times

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import gc
 import json
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -81,8 +80,7 @@ def child(case: str, url: str, times: int) -> None:
 def counted(case: str, url: str, times: int, folder: Path) -> tuple[int, int]:
     """All the instructions callgrind counted in a child, and those in libcrypto."""
     out = folder / f"{case}.{times}.callgrind"
-    total = common.callgrind(__file__, ["--child", case, url, str(times)], str(out))
-    return total, common.libcrypto_instructions(str(out))
+    return common.callgrind_apart(__file__, ["--child", case, url, str(times)], str(out))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,13 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--files", type=int, default=100, help="Codex rollouts in the store")
     p.add_argument("--calls", type=int, default=30, help="update_plan calls per rollout")
     args = common.parse(p, argv)
-    for tool in ("valgrind", "callgrind_annotate"):
-        if shutil.which(tool) is None:
-            raise SystemExit(f"{tool} is not installed (apt-get install valgrind)")
+    common.require_valgrind("callgrind_annotate")
     from planledger.importers import import_paths
     from planledger.service import open_planledger
 
-    per_event: dict[str, dict[str, float]] = {}
+    per_event: dict[str, dict[str, int]] = {}
     with (
         tempfile.TemporaryDirectory(prefix="bench_fold_ir_") as scratch,
         common.fresh_store(args.database, "bench_fold_ir") as url,
@@ -110,19 +106,9 @@ def main(argv: list[str] | None = None) -> int:
         events = count_events(url)
         print(f"store: {events} events ({args.files} rollouts of {args.calls} calls)")
         for case in CASES:
-            base, base_crypto = counted(case, url, 1, folder)
-            total, crypto = counted(case, url, 2, folder)
-            hashing = (crypto - base_crypto) / events
-            all_of_it = (total - base) / events
-            per_event[case] = {
-                "instructions": round(all_of_it),
-                "outside_libcrypto": round(all_of_it - hashing),
-                "libcrypto": round(hashing),
-            }
-            print(
-                f"{case:>12}: {all_of_it / 1e3:7.1f}k instructions per event, "
-                f"{(all_of_it - hashing) / 1e3:.1f}k outside libcrypto"
-            )
+            once, twice = counted(case, url, 1, folder), counted(case, url, 2, folder)
+            per_event[case] = common.per_unit(once, twice, events)
+            print(common.per_unit_line(case, per_event[case], "event"))
     ratio = common.ratio(
         per_event["fold"]["outside_libcrypto"], per_event["bare_decode"]["outside_libcrypto"]
     )

@@ -56,8 +56,7 @@ def counted(case: str, database: str, folder: Path, expected: int) -> tuple[int,
     out = folder.with_name(f"{folder.name}.{case}.callgrind")
     with common.fresh_store(database, "bench_import_ir") as url:
         arguments = ["--child", case, url, str(folder), str(expected)]
-        total = common.callgrind(__file__, arguments, str(out))
-    return total, common.libcrypto_instructions(str(out))
+        return common.callgrind_apart(__file__, arguments, str(out))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,10 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     args = common.parse(p, argv)
     if args.files < 2:
         raise SystemExit("--files must be at least 2 (the count is the whole less its half)")
-    for tool in ("valgrind", "callgrind_annotate"):
-        if shutil.which(tool) is None:
-            raise SystemExit(f"{tool} is not installed (apt-get install valgrind)")
-    per_call: dict[str, dict[str, float]] = {}
+    common.require_valgrind("callgrind_annotate")
+    per_call: dict[str, dict[str, int]] = {}
     with tempfile.TemporaryDirectory(prefix="bench_import_ir_") as scratch:
         whole, half = Path(scratch) / "whole", Path(scratch) / "half"
         write_corpus(whole, "codex", args.files, args.calls)
@@ -83,20 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         in_whole = args.files * args.calls
         print(f"corpus: {args.files} rollouts of {args.calls} calls (and the first half apart)")
         for case in CASES:
-            base, base_crypto = counted(case, args.database, half, in_half)
-            total, crypto = counted(case, args.database, whole, in_whole)
-            calls = in_whole - in_half
-            hashing = (crypto - base_crypto) / calls
-            all_of_it = (total - base) / calls
-            per_call[case] = {
-                "instructions": round(all_of_it),
-                "outside_libcrypto": round(all_of_it - hashing),
-                "libcrypto": round(hashing),
-            }
-            print(
-                f"{case:>10}: {all_of_it / 1e3:7.1f}k instructions per call, "
-                f"{(all_of_it - hashing) / 1e3:.1f}k outside libcrypto"
-            )
+            first = counted(case, args.database, half, in_half)
+            second = counted(case, args.database, whole, in_whole)
+            per_call[case] = common.per_unit(first, second, in_whole - in_half)
+            print(common.per_unit_line(case, per_call[case], "call"))
     ratio = common.ratio(
         per_call["import"]["outside_libcrypto"], per_call["json_loads"]["outside_libcrypto"]
     )

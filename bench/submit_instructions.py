@@ -20,7 +20,6 @@ minute.
 
 from __future__ import annotations
 
-import shutil
 import sys
 import uuid
 from pathlib import Path
@@ -74,8 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error("raw INSERT + COMMIT is measured on PostgreSQL: use --database postgres or a URL")
     if args.submits < 6 or args.warmup < 6:
         p.error("--submits and --warmup must be at least 6 (one session's revisions)")
-    if shutil.which("valgrind") is None:
-        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    common.require_valgrind()
     per_write: dict[str, float] = {}
     with common.fresh_store(args.database, "bench_ir") as url:
         import psycopg
