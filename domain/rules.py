@@ -17,8 +17,10 @@ from domain.models import (
     MAX_TITLE_CHARS,
     PlanSnapshot,
     Policy,
+    Step,
     Violation,
 )
+from domain.moves import moved_steps
 from domain.step_ids import derive_step_ids
 from domain.task_rules import check_blockers, check_started
 
@@ -52,16 +54,16 @@ def check_snapshot(
 ) -> list[Violation]:
     """Rules a single snapshot must meet on its own (spec rules 1-6, 9 and the bounds).
 
-    `passed`: a snapshot that met them under this policy (the plan's committed one). Under the
-    strict and replace policies every rule but those of the statuses reads only the title and
-    the steps' ids and titles: a snapshot with the title, ids and titles of `passed` (an agent
+    `passed`: a snapshot that met them under this policy (the plan's committed one). Every
+    rule but those of the statuses reads only the title and the steps' ids and titles (and,
+    under the tasks policy, their blockers): a snapshot with those of `passed` (an agent
     moving its steps along) meets those rules as `passed` did, and only its statuses are
     checked, with the same violations in the same order as a check of every rule."""
     global _last_checked
     last_policy, last_snapshot, last_problems = _last_checked
     if snapshot is last_snapshot and policy is last_policy:
         return list(last_problems)
-    if passed is not None and policy is not Policy.TASKS and _same_texts(passed, snapshot):
+    if passed is not None and _same_texts(passed, snapshot, policy is Policy.TASKS):
         problems = _check_statuses(policy, snapshot)
     else:
         problems = _check_snapshot(policy, snapshot)
@@ -69,25 +71,32 @@ def check_snapshot(
     return problems
 
 
-def _same_texts(one: PlanSnapshot, other: PlanSnapshot) -> bool:
-    """Whether two snapshots have the same title and the same steps' ids and titles, in order."""
+def _same_texts(one: PlanSnapshot, other: PlanSnapshot, blockers: bool = False) -> bool:
+    """Whether two snapshots have the same title and the same steps' ids and titles (and
+    `blockers`: blocked_by), in order."""
     steps, others = one.steps, other.steps
     if one.title != other.title or len(steps) != len(others):
         return False
     for step, that in zip(steps, others, strict=True):
+        if step is that:
+            continue
         if step.id != that.id or step.title != that.title:
+            return False
+        if blockers and step.blocked_by != that.blocked_by:
             return False
     return True
 
 
 def _check_statuses(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
     """The rules of the statuses alone (`_check_snapshot`'s, for a snapshot whose every other
-    rule holds): each step's status, then the steps in progress."""
+    rule holds): each step's status, then the steps in progress (any number of tasks may be)."""
     allowed = ALLOWED_STATUSES[policy]
     problems: list[Violation] = []
     for index, step in enumerate(snapshot.steps):
         if step.status not in allowed:
             problems.append(_status_problem(allowed, index, step.status, step.id or None))
+    if policy is Policy.TASKS:
+        return problems
     return problems + _check_in_progress(policy, snapshot)
 
 
@@ -274,9 +283,9 @@ def check_transition(
                     step_id=step_id,
                 )
             )
-    before = {step.id: step.status for step in previous.steps} if previous else {}
-    for index, step in enumerate(snapshot.steps):
-        if before.get(step.id) == "completed" and step.status in ("pending", "in_progress"):
+    changes = status_changes(previous, snapshot)
+    for index, before, step in changes:
+        if before == "completed" and step.status in ("pending", "in_progress"):
             problems.append(
                 Violation(
                     code="completed_step_reopened",
@@ -287,8 +296,24 @@ def check_transition(
                 )
             )
     if policy is Policy.TASKS:
-        problems += check_started(previous, snapshot)
+        problems += check_started(snapshot, changes)
     return problems
+
+
+def status_changes(
+    previous: PlanSnapshot | None, snapshot: PlanSnapshot
+) -> list[tuple[int, str | None, Step]]:
+    """(index, status before or None, step) of each step of `snapshot` whose status is not the
+    one its id had in `previous` (a new step's included), in order."""
+    moved = moved_steps(previous, snapshot)
+    if moved is not None:  # the common case, without the map below
+        return [(index, old.status, new) for index, old, new in moved]
+    before = {step.id: step.status for step in previous.steps} if previous else {}
+    return [
+        (index, before.get(step.id), step)
+        for index, step in enumerate(snapshot.steps)
+        if before.get(step.id) != step.status
+    ]
 
 
 def check_revision(expected: int | None, current: int) -> list[Violation]:
@@ -324,17 +349,9 @@ def step_transitions(
     (Ids are unique within a plan the rules let through: see _check_steps.)"""
     if previous is snapshot:  # a plan sent again as it was (decoded once: one object)
         return []
-    if previous is not None and len(previous.steps) == len(snapshot.steps):
-        # The common case, the same steps in the same order: their statuses compared in
-        # place, without the maps below (every commit's history entry asks).
-        changed: list[tuple[str, str | None, str | None]] = []
-        for old, new in zip(previous.steps, snapshot.steps, strict=True):
-            if old.id != new.id:
-                break
-            if old.status != new.status:
-                changed.append((new.id, old.status, new.status))
-        else:
-            return changed
+    moved = moved_steps(previous, snapshot)  # the common case: only statuses changed
+    if moved is not None:
+        return [(new.id, old.status, new.status) for _, old, new in moved]
     before = {step.id: step.status for step in previous.steps} if previous else {}
     after = {step.id: step.status for step in snapshot.steps}
     changes: list[tuple[str, str | None, str | None]] = []

@@ -3,6 +3,8 @@ and a task does not start or complete while a task it is blocked by is still ope
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from domain.models import PlanSnapshot, Step, Violation
 
 STARTED = frozenset({"in_progress", "completed"})
@@ -68,15 +70,19 @@ def _find_cycle(steps: tuple[Step, ...], ids: set[str]) -> list[str]:
     return []
 
 
-def check_started(previous: PlanSnapshot | None, snapshot: PlanSnapshot) -> list[Violation]:
+def check_started(
+    snapshot: PlanSnapshot, changes: Sequence[tuple[int, str | None, Step]]
+) -> list[Violation]:
     """A task that moves to in_progress or completed has every blocker completed
-    [blocked_step_started]."""
-    before = {step.id: step.status for step in previous.steps} if previous else {}
-    status = {step.id: step.status for step in snapshot.steps}
+    [blocked_step_started]. `changes`: (index, status before, step) of each step of `snapshot`
+    whose status changed (rules.status_changes)."""
+    status: dict[str, str] | None = None
     problems = []
-    for index, step in enumerate(snapshot.steps):
-        if step.status not in STARTED or before.get(step.id) == step.status:
+    for index, _, step in changes:
+        if step.status not in STARTED or not step.blocked_by:
             continue
+        if status is None:
+            status = {task.id: task.status for task in snapshot.steps}
         open_blockers = [b for b in step.blocked_by if b in status and status[b] != "completed"]
         if open_blockers:
             names = ", ".join(repr(b) for b in open_blockers)

@@ -22,6 +22,7 @@ from domain.models import (
     Step,
     TaskOperation,
     Violation,
+    built,
 )
 
 CREATE = "create"
@@ -162,7 +163,7 @@ def apply_operation(
         if any(step.id == task_id for step in steps):
             return None, _taken(task_id, operation.title)
         steps.append(Step(id=task_id, title=operation.title or "", status="pending"))
-        return PlanSnapshot(title=title, goal_id=goal_id, steps=tuple(steps)), []
+        return _plan(title, goal_id, steps), []
     places = {step.id: index for index, step in enumerate(steps)}
     missing = [
         task_id
@@ -188,7 +189,7 @@ def apply_operation(
             else step
             for step in kept
         ]
-        return PlanSnapshot(title=title, goal_id=goal_id, steps=tuple(steps)), []
+        return _plan(title, goal_id, steps), []
     step = steps[places[target]]
     changes: dict[str, Any] = {}
     if operation.title is not None:
@@ -204,7 +205,7 @@ def apply_operation(
         other = steps[places[blocked]]
         if target not in other.blocked_by:
             steps[places[blocked]] = _changed(other, blocked_by=(*other.blocked_by, target))
-    return PlanSnapshot(title=title, goal_id=goal_id, steps=tuple(steps)), []
+    return _plan(title, goal_id, steps), []
 
 
 def _taken(task_id: str, title: str | None) -> list[Violation]:
@@ -225,4 +226,12 @@ def _taken(task_id: str, title: str | None) -> list[Violation]:
 
 
 def _changed(step: Step, **changes: Any) -> Step:
-    return step.model_copy(update=changes) if changes else step
+    """`step.model_copy(update=changes)`, in one step (the changes are of the fields' types)."""
+    if not changes:
+        return step
+    return built(Step, {**step.__dict__, **changes}, step.model_fields_set | changes.keys())
+
+
+def _plan(title: str | None, goal_id: str | None, steps: list[Step]) -> PlanSnapshot:
+    """The list made: of a committed list's title and goal and of valid steps, so built."""
+    return built(PlanSnapshot, {"title": title, "goal_id": goal_id, "steps": tuple(steps)})

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from domain.forms import parse_proposal
-from domain.models import PlanSnapshot
+from domain.models import PlanSnapshot, Step, TaskOperation
+from domain.tasks import _changed, apply_operation
 
 texts = st.text(max_size=30)
 statuses = st.sampled_from(["pending", "in_progress", "completed", "cancelled", " todo ", ""])
@@ -72,3 +73,51 @@ def test_steps_sent_as_numbers_are_texts_in_the_candidate() -> None:
     assert_as_validated(candidate)
     assert candidate is not None
     assert candidate.steps[0].id == "1" and candidate.steps[0].title == "2.5"
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    changes=st.fixed_dictionaries(
+        {},
+        optional={
+            "title": texts,
+            "status": statuses,
+            "owner": st.none() | texts,
+            "blocked_by": st.lists(texts, max_size=2).map(tuple),
+        },
+    ),
+    owner=st.none() | texts,
+)
+def test_a_task_changed_by_an_operation_is_what_model_copy_makes(
+    changes: dict[str, Any], owner: str | None
+) -> None:
+    step = Step(id="1", title="Do it", status="pending", owner=owner)
+    made, expected = _changed(step, **changes), step.model_copy(update=changes)
+    assert made == expected and list(vars(made)) == list(vars(expected))
+    assert made.model_fields_set == expected.model_fields_set
+    assert made.model_dump_json() == expected.model_dump_json()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    count=st.integers(min_value=0, max_value=3),
+    operation=st.builds(
+        TaskOperation,
+        op=st.sampled_from(["create", "update"]),
+        id=st.sampled_from([None, "1", "2", "9"]),
+        title=st.none() | texts,
+        status=st.none() | statuses | st.just("deleted"),
+    ),
+)
+def test_a_task_operations_list_is_what_validation_makes(
+    count: int, operation: TaskOperation
+) -> None:
+    previous = PlanSnapshot(
+        title="Tasks",
+        steps=tuple(Step(id=str(n + 1), title=f"T{n}", status="pending") for n in range(count)),
+    )
+    made, _ = apply_operation(previous, operation)
+    if made is not None:
+        validated = PlanSnapshot(title=made.title, goal_id=made.goal_id, steps=made.steps)
+        assert made == validated and made.model_fields_set == validated.model_fields_set
+        assert made.model_dump_json() == validated.model_dump_json()

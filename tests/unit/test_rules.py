@@ -1125,24 +1125,33 @@ STATUS_CHOICES = ["pending", "in_progress", "completed", "cancelled", "", "block
 
 
 @given(
-    policy=hyp.sampled_from([Policy.STRICT, Policy.REPLACE]),
+    policy=hyp.sampled_from([Policy.STRICT, Policy.REPLACE, Policy.TASKS]),
     texts=hyp.lists(
         hyp.sampled_from(["Fix it", "fix it", "Run tests", "Ship", "Ship!"]), max_size=6
     ),
     statuses=hyp.lists(hyp.sampled_from(STATUS_CHOICES), min_size=6, max_size=6),
+    blockers=hyp.lists(hyp.integers(min_value=1, max_value=5), min_size=6, max_size=6),
 )
 def test_a_plan_with_the_texts_of_one_that_passed_is_judged_by_its_statuses_alike(
-    policy: Policy, texts: list[str], statuses: list[str]
+    policy: Policy, texts: list[str], statuses: list[str], blockers: list[int]
 ) -> None:
     """check_snapshot given the committed plan checks only the statuses of a plan with its
-    title and steps' ids and titles: the same violations, in the same order, as every rule."""
+    title and steps' ids and titles (and tasks' blockers): the same violations, in the same
+    order, as every rule."""
     ids = (
         derive_step_ids(texts) if policy is Policy.REPLACE else [f"s{n}" for n in range(len(texts))]
     )
     passed = PlanSnapshot(
         title="Ship it",
         steps=tuple(
-            Step(id=i, title=t, status="completed") for i, t in zip(ids, texts, strict=True)
+            Step(
+                id=i,
+                title=t,
+                status="completed",
+                # a task may wait on one before it (no cycle)
+                blocked_by=(ids[n - b],) if policy is Policy.TASKS and n >= b else (),
+            )
+            for n, (i, t, b) in enumerate(zip(ids, texts, blockers[: len(ids)], strict=True))
         ),
     )
     assert rules.check_snapshot(policy, passed) == []
@@ -1157,6 +1166,25 @@ def test_a_plan_with_the_texts_of_one_that_passed_is_judged_by_its_statuses_alik
     assert rules.check_snapshot(policy, moved, passed) == rules._check_snapshot(policy, moved)
 
 
+def test_a_task_list_whose_blockers_changed_is_checked_by_every_rule() -> None:
+    passed = PlanSnapshot(
+        title=None,
+        steps=(
+            Step(id="1", title="Do a", status="pending", blocked_by=("2",)),
+            Step(id="2", title="Do b", status="pending"),
+        ),
+    )
+    looped = PlanSnapshot(
+        title=None,
+        steps=(passed.steps[0], passed.steps[1].model_copy(update={"blocked_by": ("1",)})),
+    )
+    assert rules.check_snapshot(Policy.TASKS, passed) == []
+    assert not rules._same_texts(passed, looped, blockers=True)
+    assert [v.code for v in rules.check_snapshot(Policy.TASKS, looped, passed)] == [
+        "dependency_cycle"
+    ]
+
+
 def test_a_plan_whose_texts_changed_is_checked_by_every_rule() -> None:
     passed = PlanSnapshot(title="Ship it", steps=(Step(id="a", title="Do a", status="completed"),))
     retitled = PlanSnapshot(title="Ship it", steps=(Step(id="a", title=" ", status="completed"),))
@@ -1164,3 +1192,48 @@ def test_a_plan_whose_texts_changed_is_checked_by_every_rule() -> None:
     assert [v.code for v in rules.check_snapshot(Policy.STRICT, retitled, passed)] == [
         "blank_step_title"
     ]
+
+
+# -- the steps whose status changed ---------------------------------------------------------------
+
+
+def _status_changes_by_id(
+    previous: PlanSnapshot | None, snapshot: PlanSnapshot
+) -> list[tuple[int, str | None, Step]]:
+    before = {step.id: step.status for step in previous.steps} if previous else {}
+    return [
+        (index, before.get(step.id), step)
+        for index, step in enumerate(snapshot.steps)
+        if before.get(step.id) != step.status
+    ]
+
+
+@given(
+    before=hyp.lists(hyp.sampled_from(STATUS_CHOICES[:4]), max_size=6),
+    after=hyp.lists(hyp.sampled_from(STATUS_CHOICES[:4]), max_size=6),
+    order=hyp.permutations(range(6)),
+    kept=hyp.integers(min_value=0, max_value=6),
+    shared=hyp.booleans(),
+)
+def test_status_changes_are_those_of_each_id(
+    before: list[str], after: list[str], order: list[int], kept: int, shared: bool
+) -> None:
+    """Whether the steps keep their ids and order (the short way) or not (moved, dropped,
+    added): each step whose status differs from its id's before, as a map of ids gives it."""
+    previous = (
+        PlanSnapshot(
+            title=None,
+            steps=tuple(Step(id=f"s{n}", title="T", status=s) for n, s in enumerate(before)),
+        )
+        if before
+        else None
+    )
+    ids = [f"s{n}" for n in order[:kept]] if kept < 6 else [f"s{n}" for n in range(len(after))]
+    steps = []
+    for step_id, status in zip(ids, after, strict=False):
+        old = next((s for s in previous.steps if s.id == step_id), None) if previous else None
+        same = shared and old is not None and old.status == status
+        steps.append(old if same else Step(id=step_id, title="T", status=status))
+    snapshot = PlanSnapshot(title=None, steps=tuple(steps))
+    assert rules.status_changes(previous, snapshot) == _status_changes_by_id(previous, snapshot)
+    assert rules.status_changes(snapshot, snapshot) == []
