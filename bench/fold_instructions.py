@@ -3,17 +3,18 @@ forked worker does with its share of a batch once read (chains checked, events d
 folded, rows made: `ProjectionRunner._fold_part`), beside a bare `json.loads` of the same
 states, in the same run.
 
-    python bench/fold_instructions.py [--files 100] [--calls 30] [--database sqlite|postgres|URL]
-        [--output bench/results/fold_instructions.json]
+    python bench/fold_instructions.py [--kind codex|claude] [--files 100] [--calls 30]
+        [--database sqlite|postgres|URL] [--output bench/results/fold_instructions.json]
 
 A rebuild's speed on this 2-core machine swings by a third within minutes (bench/bulk.py), more
 than most changes to the fold are worth; an instruction count does not swing with the machine.
 A store of the bulk bench's shape (bench/shapes.py: Codex rollouts of `--calls` update_plan
-calls of an 8-step plan) is imported once; each case then runs twice under callgrind, in a
-process of its own that reads every event first, in the rebuild's batches (one share: the whole
-store), then works on them once or twice (each time with fresh fold state). The difference of
-the two totals, over the events, is the instructions per event, free of start-up, imports,
-reading and what the first time builds once (pydantic makes its validators on first use).
+calls of an 8-step plan, or Claude Code sessions of as many task-tool calls) is imported once;
+each case then runs twice under callgrind, in a process of its own that reads every event
+first, in the rebuild's batches (one share: the whole store), then works on them once or twice
+(each time with fresh fold state). The difference of the two totals, over the events, is the
+instructions per event, free of start-up, imports, reading and what the first time builds once
+(pydantic makes its validators on first use).
 
 The hash's instructions are given apart: valgrind's CPU has no SHA extensions, so OpenSSL's
 SHA-256 runs without them and counts several times what it costs on a machine that has them
@@ -85,8 +86,9 @@ def counted(case: str, url: str, times: int, folder: Path) -> tuple[int, int]:
 
 def main(argv: list[str] | None = None) -> int:
     p = common.parser("fold_instructions", __doc__ or "", rounds=1, database="sqlite")
-    p.add_argument("--files", type=int, default=100, help="Codex rollouts in the store")
-    p.add_argument("--calls", type=int, default=30, help="update_plan calls per rollout")
+    p.add_argument("--kind", choices=("codex", "claude"), default="codex")
+    p.add_argument("--files", type=int, default=100, help="transcripts in the store")
+    p.add_argument("--calls", type=int, default=30, help="plan calls per transcript")
     args = common.parse(p, argv)
     common.require_valgrind("callgrind_annotate")
     from planledger.importers import import_paths
@@ -98,13 +100,14 @@ def main(argv: list[str] | None = None) -> int:
         common.fresh_store(args.database, "bench_fold_ir") as url,
     ):
         folder = Path(scratch)
-        write_corpus(folder / "corpus", "codex", args.files, args.calls)
+        write_corpus(folder / "corpus", args.kind, args.files, args.calls)
         service = open_planledger(url, home=folder / "home")
-        report = import_paths(service, "codex", [folder / "corpus"])
+        report = import_paths(service, args.kind, [folder / "corpus"])
         assert not report.errors, report.errors[:3]
         service.close()
         events = count_events(url)
-        print(f"store: {events} events ({args.files} rollouts of {args.calls} calls)")
+        shape = f"{args.files} {args.kind} transcripts of {args.calls} calls"
+        print(f"store: {events} events ({shape})")
         for case in CASES:
             once, twice = counted(case, url, 1, folder), counted(case, url, 2, folder)
             per_event[case] = common.per_unit(once, twice, events)
@@ -117,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         args.output,
         common.result(
             args,
+            kind=args.kind,
             files=args.files,
             calls=args.calls,
             events=events,
