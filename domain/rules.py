@@ -20,7 +20,6 @@ from domain.models import (
     Step,
     Violation,
 )
-from domain.moves import moved_steps
 from domain.step_ids import derive_step_ids
 from domain.task_rules import check_blockers, check_started
 
@@ -305,15 +304,35 @@ def status_changes(
 ) -> list[tuple[int, str | None, Step]]:
     """(index, status before or None, step) of each step of `snapshot` whose status is not the
     one its id had in `previous` (a new step's included), in order."""
-    moved = moved_steps(previous, snapshot)
+    moved = _moved_steps(previous, snapshot)
     if moved is not None:  # the common case, without the map below
-        return [(index, old.status, new) for index, old, new in moved]
+        return moved
     before = {step.id: step.status for step in previous.steps} if previous else {}
     return [
         (index, before.get(step.id), step)
         for index, step in enumerate(snapshot.steps)
         if before.get(step.id) != step.status
     ]
+
+
+def _moved_steps(
+    previous: PlanSnapshot | None, snapshot: PlanSnapshot
+) -> list[tuple[int, str | None, Step]] | None:
+    """`status_changes` of a plan moved along: when `snapshot` has the steps of `previous`
+    with the same ids in the same order (most revisions), each step's status before is that
+    of its place, ids being unique within a committed plan (every policy's rules hold a
+    duplicate back); None when it does not (or there is no plan before)."""
+    if previous is None or len(previous.steps) != len(snapshot.steps):
+        return None
+    changed: list[tuple[int, str | None, Step]] = []
+    for index, (old, new) in enumerate(zip(previous.steps, snapshot.steps, strict=True)):
+        if old is new:  # (a step a task operation left as it was)
+            continue
+        if old.id != new.id:
+            return None
+        if old.status != new.status:
+            changed.append((index, old.status, new))
+    return changed
 
 
 def check_revision(expected: int | None, current: int) -> list[Violation]:
@@ -349,9 +368,9 @@ def step_transitions(
     (Ids are unique within a plan the rules let through: see _check_steps.)"""
     if previous is snapshot:  # a plan sent again as it was (decoded once: one object)
         return []
-    moved = moved_steps(previous, snapshot)  # the common case: only statuses changed
+    moved = _moved_steps(previous, snapshot)  # the common case: only statuses changed
     if moved is not None:
-        return [(new.id, old.status, new.status) for _, old, new in moved]
+        return [(step.id, before, step.status) for _, before, step in moved]
     before = {step.id: step.status for step in previous.steps} if previous else {}
     after = {step.id: step.status for step in snapshot.steps}
     changes: list[tuple[str, str | None, str | None]] = []
