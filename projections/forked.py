@@ -129,7 +129,7 @@ def _keep_freed_memory() -> None:
     lives for one bulk pass. Nothing is done where there is no glibc."""
     try:
         mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # not glibc (musl, macOS): their own allocators' ways
+    except (OSError, AttributeError):  # no mallopt (macOS); musl's is a stub that does nothing
         return
     mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
 
