@@ -186,6 +186,7 @@ class _Rejected(TypedDict):
 CANDIDATE = b'"candidate":'
 AFTER_CANDIDATE = b',"client":'
 AFTER_CANDIDATE_BEFORE = b',"expected_revision":'
+AFTER_CANDIDATES = (AFTER_CANDIDATE, AFTER_CANDIDATE_BEFORE)
 SNAPSHOT = b',"snapshot":'
 AFTER_SNAPSHOT = b',"timestamp":'
 NULL = b"null"
@@ -265,17 +266,20 @@ class PlanEventDecoder:
 
     def _proposed(self, data: bytes) -> dict[str, Any]:
         start = data.find(CANDIDATE) + len(CANDIDATE)
-        end = data.find(AFTER_CANDIDATE, start)
-        if end > 0 and (before := data.find(AFTER_CANDIDATE_BEFORE, start, end)) > 0:
-            end = before  # an event stored before the chain
-        region = data[start:end] if start >= len(CANDIDATE) and end > 0 else None
-        shared = self._seen(region) if region is not None else None
-        if shared is not None:
-            data = data[:start] + NULL + data[end:]
+        found = region = None
+        if start >= len(CANDIDATE):
+            found = self._seen_at(data, start, AFTER_CANDIDATES)
+            if found is None:
+                end = data.find(AFTER_CANDIDATE, start)
+                if end > 0 and (before := data.find(AFTER_CANDIDATE_BEFORE, start, end)) > 0:
+                    end = before  # an event stored before the chain
+                region = data[start:end] if end > 0 else None
+        if found is not None:
+            data = data[:start] + NULL + data[found[1] :]
         state: dict[str, Any] = self.proposed(data)
         state["timestamp"] = fromisoformat(state["timestamp"]["_data_"])
-        if shared is not None:
-            state["candidate"] = shared
+        if found is not None:
+            state["candidate"] = found[0]
         elif state["candidate"] is not None:
             state["candidate"] = candidate = state["candidate"]["_data_"]
             if region is not None:
@@ -289,17 +293,15 @@ class PlanEventDecoder:
 
     def _committed(self, data: bytes) -> dict[str, Any] | None:
         cut = data.find(SNAPSHOT)
-        shared = None
+        found = None
         if cut > 0 and data.endswith(b"}"):
-            end = data.find(AFTER_SNAPSHOT, cut)
-            end = end if end > 0 else len(data) - 1
-            shared = self._seen(data[cut + len(SNAPSHOT) : end])
-            if shared is not None:
-                data = data[:cut] + data[end:]
+            found = self._seen_at(data, cut + len(SNAPSHOT), (AFTER_SNAPSHOT,), to_end=True)
+            if found is not None:
+                data = data[:cut] + data[found[1] :]
         state: dict[str, Any] = self.committed(data)
         state["timestamp"] = fromisoformat(state["timestamp"]["_data_"])
-        if shared is not None:
-            state["snapshot"] = shared
+        if found is not None:
+            state["snapshot"] = found[0]
         elif "snapshot" in state:
             state["snapshot"] = state["snapshot"]["_data_"]
         else:
@@ -312,8 +314,18 @@ class PlanEventDecoder:
         state["violations"] = [v["_data_"] for v in state["violations"]]
         return state
 
-    def _seen(self, text: bytes) -> PlanSnapshot | None:
+    def _seen_at(
+        self, data: bytes, start: int, endings: tuple[bytes, ...], to_end: bool = False
+    ) -> tuple[PlanSnapshot, int] | None:
+        """The value of a recent candidate whose bytes `data` holds at `start`, followed by one
+        of `endings` (or, `to_end`, by the last byte of `data` only), and where they end.
+        Compared in place: finding where a candidate ends first took two searches through its
+        bytes. It is the end they would find: no ending occurs inside a recent candidate's
+        bytes (they were cut at the first), nor across their end (no ending begins with an
+        end of itself)."""
         for seen, value in self.recent:
-            if seen == text:
-                return value
+            if data.startswith(seen, start):
+                after = start + len(seen)
+                if data.startswith(endings, after) or (to_end and after == len(data) - 1):
+                    return value, after
         return None
