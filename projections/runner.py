@@ -36,15 +36,18 @@ from projections.shapes import PlanView
 
 VIEWS = "views"  # tracking name of the database views (plan view + history)
 # A rebuild of at least this many events spreads its decoding and folding over one forked
-# worker process per core (at most MAX_WORKERS), in batches of FORKED_BATCH events; below it,
-# forking costs more than it saves. A worker holds the facts of its sessions: past
+# worker process per core (at most MAX_WORKERS), in batches of FORKED_BATCH events: from a
+# first batch that is full on. (A store of 6,200 events of the bulk bench's shape rebuilt on
+# PostgreSQL in 182 ms forked, 302 ms in one process; and reading the bounds of four batches
+# before forking, as from 20k events on, kept the workers waiting 11 ms more on the bulk store
+# of 37,200.) A worker holds the facts of its sessions: past
 # MAX_WORKER_SESSIONS of them, the rebuild goes on in this process (memory stays bounded).
 # (Each batch waits for its slowest worker, and the workers wait while this process writes the
 # last one. On the bulk bench's store, 10k events a batch rebuilt 7% faster than 2k on SQLite
 # and 11% on PostgreSQL; 5k, with a last batch half as large, as fast as 10k on SQLite and
 # 3-4% faster on PostgreSQL (medians of 16 and 20 alternating rebuilds), for about 8 MB a batch.)
-PARALLEL_MIN_EVENTS = 20_000
 FORKED_BATCH = 5_000
+PARALLEL_MIN_EVENTS = FORKED_BATCH
 MAX_WORKERS = 4
 MAX_WORKER_SESSIONS = 50_000
 # The only events of a session's stream the views fold (see projections.fold.fold_events).
