@@ -7,7 +7,7 @@ A fresh store gets `--sessions` sessions of about `--events-per-session` events 
 through the domain (every proposal decided by the rules): half in the strict form with a goal
 named by the plan, half in the Codex form; each with commits, a rejection, a goal started and
 moved. Then, each round and in a rotated order: `verify()` of every session (a full replay,
-every rule re-checked), `rebuild()` of the views (from 20k events on, with one forked fold
+every rule re-checked), `rebuild()` of the views (from 5k events on, with one forked fold
 process per core, as `projections rebuild` does), and the baseline: reading every event row
 and `json.loads` of its state (no domain, no rules). Medians of the rounds are reported, with
 the ratio of each to the baseline, and the CPU time per event of this process and its worker
