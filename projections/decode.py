@@ -319,10 +319,11 @@ class PlanEventDecoder:
     ) -> tuple[PlanSnapshot, int] | None:
         """The value of a recent candidate whose bytes `data` holds at `start`, followed by one
         of `endings` (or, `to_end`, by the last byte of `data` only), and where they end.
-        Compared in place: finding where a candidate ends first took two searches through its
-        bytes. It is the end they would find: no ending occurs inside a recent candidate's
-        bytes (they were cut at the first), nor across their end (no ending begins with an
-        end of itself)."""
+        Compared in place, where two searches through the bytes found the end first; it is
+        the end they found. No ending occurs inside a recent candidate's bytes (a validated
+        plan has none of these keys, and a quote inside a string is escaped), and none starts
+        inside them and runs on past their end: it would overlap the ending that follows
+        them, and no ending ends with a beginning of one."""
         for seen, value in self.recent:
             if data.startswith(seen, start):
                 after = start + len(seen)

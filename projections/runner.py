@@ -35,12 +35,12 @@ from projections.gc_pause import paused_gc
 from projections.shapes import PlanView
 
 VIEWS = "views"  # tracking name of the database views (plan view + history)
-# A rebuild of at least this many events spreads its decoding and folding over one forked
-# worker process per core (at most MAX_WORKERS), in batches of FORKED_BATCH events: from a
-# first batch that is full on. (A store of 6,200 events of the bulk bench's shape rebuilt on
-# PostgreSQL in 182 ms forked, 302 ms in one process; and reading the bounds of four batches
-# before forking, as from 20k events on, kept the workers waiting 11 ms more on the bulk store
-# of 37,200.) A worker holds the facts of its sessions: past
+# A rebuild of at least this many events (a full first batch) spreads its decoding and
+# folding over one forked worker process per core (at most MAX_WORKERS), in batches of
+# FORKED_BATCH events. (Forking pays from there: a store of 6,200 events of the bulk bench's
+# shape rebuilt on PostgreSQL in 182 ms forked, 302 ms in one process; a threshold of 20k kept
+# the bulk store's workers waiting 11 ms more, while four batches' bounds were read.) A worker
+# holds the facts of its sessions: past
 # MAX_WORKER_SESSIONS of them, the rebuild goes on in this process (memory stays bounded).
 # (Each batch waits for its slowest worker, and the workers wait while this process writes the
 # last one. On the bulk bench's store, 10k events a batch rebuilt 7% faster than 2k on SQLite

@@ -222,6 +222,7 @@ def test_plan_events_decode_straight_from_their_bytes_to_the_librarys_events(
         # a snapshot of the bytes seen just before, then more than the key that follows it
         (b'"plan_snapshot"}', b'"plan_snapshot"} '),
         (b'"plan_snapshot"}', b'"plan_snapshot"}}'),
+        (b'"plan_snapshot"}', b'"plan_snapshot","timestamp":1}'),
     ],
 )
 def test_an_odd_plan_event_decodes_as_the_library_decodes_it(old: bytes, new: bytes) -> None:
