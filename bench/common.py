@@ -295,6 +295,7 @@ def per_unit(first: tuple[int, int], second: tuple[int, int], units: int) -> dic
 
 
 def per_unit_line(case: str, figures: dict[str, int], unit: str) -> str:
+    """One line of a `per_unit` result: all instructions, and those outside libcrypto."""
     return (
         f"{case:>12}: {figures['instructions'] / 1e3:7.1f}k instructions per {unit}, "
         f"{figures['outside_libcrypto'] / 1e3:.1f}k outside libcrypto"

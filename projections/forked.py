@@ -9,7 +9,6 @@ locks held by other threads): the function it runs is pure work on its messages.
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import multiprocessing
 import os
@@ -127,6 +126,8 @@ def _keep_freed_memory() -> None:
     those pages in again: a rebuild of the bulk bench's store on PostgreSQL took 44k page
     faults in its workers, a tenth of their CPU in the kernel (17k faults with this). A worker
     lives for one bulk pass. Nothing is done where there is no glibc."""
+    import ctypes  # (here: a command that never forks does not load it at start-up)
+
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):  # no mallopt (macOS); musl's is a stub that does nothing
