@@ -93,6 +93,9 @@ class Plan(Aggregate):
                 shape_violations=self.shape_violations,
                 proposed_at=self.timestamp,
                 operation=self.operation,
+                client=self.client,
+                actor=self.actor,
+                explanation=self.explanation,
             )
 
     @dataclass(frozen=True)
@@ -119,9 +122,7 @@ class Plan(Aggregate):
         violations: tuple[Violation, ...]
 
         def apply(self, aggregate: PlanFacts) -> None:
-            record_rejection(
-                aggregate, self.originator_version, self.proposal_id, tuple(self.violations)
-            )
+            record_rejection(aggregate, self.originator_version, self.proposal_id, self.violations)
 
     # -- commands ---------------------------------------------------------------------------
 

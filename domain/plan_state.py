@@ -9,9 +9,11 @@ fails raises CorruptHistory naming the event's position and the rule.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import contains
+from types import NoneType
 from typing import Literal, Protocol
 
 from domain import rules
@@ -170,6 +172,74 @@ def follows(state: PlanState | None, session_id: str, position: int) -> PlanStat
 
 # -- the events ---------------------------------------------------------------------------------
 
+# The types the ledger writes each field of a plan event with. An edited row that the library
+# decodes may hold others: its event is unreadable, wherever it is applied.
+TEXT = (str,)
+TEXT_OR_NONE = (str, NoneType)
+
+
+@dataclass(frozen=True)
+class FieldTypes:
+    """An event's fields, in order, each with the types the ledger writes it with (exactly:
+    a bool is no revision)."""
+
+    event: str
+    names: tuple[str, ...]
+    types: tuple[tuple[type, ...], ...]
+
+    def check(self, session_id: str, position: int, *values: object) -> None:
+        """Raise CorruptHistory (unreadable_event) unless each value, in the order of `names`,
+        is of exactly one of its types."""
+        if all(map(contains, self.types, map(type, values))):  # (in C: once per event)
+            return
+        for name, types, value in zip(self.names, self.types, values, strict=True):
+            if type(value) not in types:
+                wanted = " or ".join("null" if t is NoneType else t.__name__ for t in types)
+                raise CorruptHistory(
+                    session_id,
+                    position,
+                    "unreadable_event",
+                    f"the {self.event}'s {name} is of type {type(value).__name__}, "
+                    f"where the ledger writes {wanted}",
+                )
+
+
+def field_types(event: str, **types: tuple[type, ...]) -> FieldTypes:
+    return FieldTypes(event, tuple(types), tuple(types.values()))
+
+
+PROPOSAL_TYPES = field_types(
+    "proposal",
+    proposal_id=TEXT,
+    form=TEXT_OR_NONE,
+    candidate=(PlanSnapshot, NoneType),
+    expected_revision=(int, NoneType),
+    fingerprint=TEXT,
+    shape_violations=(tuple, list),
+    proposed_at=(datetime,),
+    operation=(TaskOperation, NoneType),
+    client=TEXT_OR_NONE,
+    actor=TEXT_OR_NONE,
+    explanation=TEXT_OR_NONE,
+)
+COMMIT_TYPES = field_types("commit", proposal_id=TEXT, revision=(int,), snapshot=(PlanSnapshot,))
+REJECTION_TYPES = field_types("rejection", proposal_id=TEXT, violations=(tuple, list))
+
+
+def check_violations(
+    session_id: str, position: int, event: str, violations: Sequence[object]
+) -> None:
+    """Each item of a checked list of violations is a Violation."""
+    for violation in violations:
+        if type(violation) is not Violation:
+            raise CorruptHistory(
+                session_id,
+                position,
+                "unreadable_event",
+                f"the {event} holds a value of type {type(violation).__name__} among its "
+                "violations",
+            )
+
 
 def record_proposal(
     plan: PlanFacts,
@@ -183,9 +253,30 @@ def record_proposal(
     shape_violations: tuple[Violation, ...],
     proposed_at: datetime,
     operation: TaskOperation | None,
+    client: str | None = None,
+    actor: str | None = None,
+    explanation: str | None = None,
 ) -> None:
     """PlanProposed: the proposal becomes the pending one (none may be undecided, and its id
-    must be new)."""
+    must be new); each of its fields of the type the ledger writes it with."""
+    session_id = plan.session_id
+    PROPOSAL_TYPES.check(
+        session_id,
+        position,
+        proposal_id,
+        form,
+        candidate,
+        expected_revision,
+        fingerprint,
+        shape_violations,
+        proposed_at,
+        operation,
+        client,
+        actor,
+        explanation,
+    )
+    if shape_violations:
+        check_violations(session_id, position, "proposal", shape_violations)
     pending = plan.pending
     if pending is not None:
         raise CorruptHistory(
@@ -239,6 +330,7 @@ def record_commit(
     policy re-checked (unless `judged`: `decide` has just checked them on this very proposal).
     Returns the plan it replaced (None: the first commit)."""
     session_id = plan.session_id
+    COMMIT_TYPES.check(session_id, position, proposal_id, revision, snapshot)
     pending = require_pending(plan, position, proposal_id)
     if revision != plan.revision + 1:
         raise CorruptHistory(
@@ -286,6 +378,8 @@ def record_rejection(
     plan: PlanFacts, position: int, proposal_id: str, violations: tuple[Violation, ...]
 ) -> None:
     """PlanRejected: the pending proposal is dropped, with at least one reason."""
+    REJECTION_TYPES.check(plan.session_id, position, proposal_id, violations)
+    check_violations(plan.session_id, position, "rejection", violations)
     pending = require_pending(plan, position, proposal_id)
     if not violations:
         raise CorruptHistory(
@@ -294,11 +388,10 @@ def record_rejection(
             "rejection_without_violation",
             f"proposal {proposal_id!r} was rejected without a reason",
         )
+    violations = tuple(violations)
     plan.pending = None
     plan.last_rejection = (proposal_id, violations)
-    plan.outcomes[proposal_id] = outcome(
-        pending.fingerprint, "rejected", plan.revision, tuple(violations)
-    )
+    plan.outcomes[proposal_id] = outcome(pending.fingerprint, "rejected", plan.revision, violations)
 
 
 def require_pending(plan: PlanFacts, position: int, proposal_id: str) -> PendingProposal:

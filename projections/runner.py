@@ -98,6 +98,9 @@ class ViewStorage(Protocol):
         """The event rows (see event_rows) of the events after `after`, in order, never
         skipping one still in flight."""
 
+    def read_stream_rows(self, originator_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """Every stored event of these streams, each stream's in order (as event rows)."""
+
     def load_views(self, session_ids: Sequence[str]) -> dict[str, LoadedView]: ...
     def write_batch(
         self,
@@ -225,6 +228,7 @@ class ProjectionRunner:
         """
         # Start from where the views are: writers move the position too.
         position = self.store.position(VIEWS)
+        plans: dict[str, PlanState] = {}  # the rules' facts of the sessions folded so far
         while True:
             batch = event_rows(self.store.read_event_rows(position, self.batch_size))
             if not batch:
@@ -232,17 +236,20 @@ class ProjectionRunner:
                 return position
             try:
                 with paused_gc():
-                    position = self._apply(position, batch)
+                    position = self._apply(position, batch, plans)
             except StaleBatch:  # another runner (or a writer) got there first
                 position = self.store.position(VIEWS)
+                plans.clear()  # (folded past views that are not those stored)
                 continue
             self._advance(position)
+            while len(plans) > MAX_WORKER_SESSIONS:  # the oldest: resumed again if need be
+                del plans[next(iter(plans))]
             if on_batch:
                 on_batch(len(batch), position)
             if len(batch) < self.batch_size:
                 return position
 
-    def _apply(self, position: int, batch: list[EventRow]) -> int:
+    def _apply(self, position: int, batch: list[EventRow], plans: dict[str, PlanState]) -> int:
         touched = sorted(
             {
                 str(n.originator_id).removeprefix("plan:")
@@ -258,10 +265,52 @@ class ProjectionRunner:
         reached = batch[-1].id
         if loaded:  # events whose writers stored their views with them: already applied
             batch = [row for row in batch if not applied(row, loaded)]
-        changes, stored = self._fold(batch, views, corrupt)
+        broke, earlier = self._resume(batch, loaded, plans)
+        changes, stored = self._fold(batch, views, [*corrupt, *broke], plans)
+        for session_id, error in broke.items():
+            changes.corrupt.setdefault(session_id, error)
+        stored.update(earlier)  # (where those broke)
         self.store.write_batch(position, reached, changes, stored)
         self.corrupt.update(changes.corrupt)
         return reached
+
+    def _resume(
+        self,
+        batch: Sequence[EventRow],
+        loaded: Mapping[str, LoadedView],
+        plans: dict[str, PlanState],
+    ) -> tuple[dict[str, CorruptHistory], Stored]:
+        """Into `plans`, the rules' facts of each session this batch goes on with from a view
+        stored before (by a writer, or by an earlier catch-up) whose facts are not at hand:
+        its plan's events replayed from the first up to the view's, exactly as a rebuild folds
+        them. (A view keeps the plan, not every fact of its rules: which proposal ids were
+        used, and the stream's position, so a fold from a view alone would pass a reused id
+        or a missing event that a fold from the first event refuses.) Returns the sessions
+        whose history breaks before their view, as corrupt there, and the store position and
+        state of each event read. (A stream that now ends before its view leaves the facts
+        behind it: the batch's next event is then refused as missing_event.)"""
+        wanted: dict[str, int] = {}
+        for row in batch:
+            if not row.originator_id.startswith("plan:"):
+                continue
+            session_id = row.originator_id[5:]
+            view = loaded.get(session_id)
+            if view is None or view.corrupt or session_id in wanted:
+                continue
+            kept = plans.get(session_id)
+            if kept is None or kept.version != view.version:
+                wanted[session_id] = view.version
+        if not wanted:
+            return {}, {}
+        for session_id in wanted:
+            plans.pop(session_id, None)
+        earlier = [
+            row
+            for row in event_rows(self.store.read_stream_rows([f"plan:{s}" for s in wanted]))
+            if row.originator_version <= wanted[row.originator_id.removeprefix("plan:")]
+        ]
+        changes, stored = self._fold(earlier, {}, [], plans)
+        return changes.corrupt, stored
 
     def _fold(
         self,

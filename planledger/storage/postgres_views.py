@@ -179,6 +179,21 @@ class PostgresViewStore(ViewStore):
 
         return self._on_reader(read)
 
+    def read_stream_rows(self, originator_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        def read(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
+            return (
+                conn.cursor(binary=True)
+                .execute(
+                    f"{event_row_sql(self.events_table, 'notification_id')} "
+                    "WHERE e.originator_id = ANY(%s) "
+                    "ORDER BY e.originator_id, e.originator_version",
+                    (list(originator_ids),),
+                )
+                .fetchall()
+            )
+
+        return self._on_reader(read)
+
     def horizon_holder(self, older_than: float) -> str | None:
         rows = self._query(HORIZON_HOLDER.format(events=self.events_table), (older_than,))
         return holder_warning(*rows[0]) if rows else None

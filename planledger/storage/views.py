@@ -64,6 +64,11 @@ class ViewStore(ABC):
         the runner's event rows (projections.runner.event_rows)."""
 
     @abstractmethod
+    def read_stream_rows(self, originator_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """Every stored event of these streams, each stream's in order: as the runner's event
+        rows (projections.runner.event_rows)."""
+
+    @abstractmethod
     def batch_bounds(self, after: int, limit: int) -> Bounds:
         """(how many, store position of the last) of the next `limit` committed events after
         `after`, never past one still in flight; (0, after) when there are none."""
@@ -514,6 +519,15 @@ class SqliteViewStore(ViewStore):
                 f"{event_row_sql('stored_events', 'rowid')} WHERE e.rowid > ? "
                 "ORDER BY e.rowid LIMIT ?",
                 (after, limit),
+            )
+
+    def read_stream_rows(self, originator_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        marks = ", ".join("?" * len(originator_ids))
+        with self.lock:
+            return self._execute(
+                f"{event_row_sql('stored_events', 'rowid')} WHERE e.originator_id IN ({marks}) "
+                "ORDER BY e.originator_id, e.originator_version",
+                list(originator_ids),
             )
 
     def batch_bounds(self, after: int, limit: int) -> Bounds:

@@ -210,7 +210,7 @@ def test_a_batch_delivered_twice_is_applied_once(ledger: PlanLedger) -> None:
     batch = event_rows(first.store.read_event_rows(0, 1000))
     second.catch_up()  # another runner applies the same events first
     with pytest.raises(StaleBatch):
-        first._apply(0, batch)
+        first._apply(0, batch, {})
     assert first.catch_up() == second.store.position(VIEWS)
     assert views_of(ledger, "s1", "s2") == expected
     first.close()

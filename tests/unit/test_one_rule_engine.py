@@ -82,9 +82,11 @@ def edited(row: StoredEvent, draw: Any) -> StoredEvent:
     """One event's content changed as an edit of its row would change it."""
     event = MAPPER.to_domain_event(row)
     if isinstance(event, Plan.PlanCommitted):
-        change = draw(st.sampled_from(["status", "title", "revision", "drop_step"]))
+        change = draw(st.sampled_from(["status", "title", "revision", "drop_step", "typed"]))
         snapshot = event.snapshot
-        if change == "revision":
+        if change == "typed":  # a field of a type the ledger never writes
+            event = dataclasses.replace(event, revision=str(event.revision))
+        elif change == "revision":
             event = dataclasses.replace(
                 event, revision=event.revision + draw(st.sampled_from([-1, 1]))
             )
@@ -101,8 +103,13 @@ def edited(row: StoredEvent, draw: Any) -> StoredEvent:
                 event, snapshot=snapshot.model_copy(update={"steps": new_steps})
             )
     elif isinstance(event, Plan.PlanProposed):
-        change = draw(st.sampled_from(["form", "expected", "violations"]))
-        if change == "form":
+        change = draw(st.sampled_from(["form", "expected", "violations", "typed"]))
+        if change == "typed":
+            field, value = draw(
+                st.sampled_from([("proposal_id", 7), ("client", 1.5), ("expected_revision", True)])
+            )
+            event = dataclasses.replace(event, **{field: value})
+        elif change == "form":
             event = dataclasses.replace(
                 event, form=draw(st.sampled_from(["strict", "codex", "task"]))
             )
@@ -112,7 +119,8 @@ def edited(row: StoredEvent, draw: Any) -> StoredEvent:
             extra = Violation(code="blank_title", message="edited in")
             event = dataclasses.replace(event, shape_violations=(extra,))
     elif isinstance(event, Plan.PlanRejected):
-        event = dataclasses.replace(event, violations=())
+        violations = draw(st.sampled_from([(), ("not a violation",)]))
+        event = dataclasses.replace(event, violations=violations)
     return MAPPER.to_stored_event(event)
 
 

@@ -1,0 +1,91 @@
+"""The views' fold judges a history as verify does, wherever its batches start: a session whose
+events span batches, or that a new runner takes up from a stored view, is judged from its
+plan's first event (a view keeps the plan, not every fact the rules need)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from planledger.service import PlanLedger, open_planledger
+from tests.integration.storage import delete_events, edit_event
+from tests.integration.test_projections import plan, runner_for
+
+SESSIONS = ["reused", "gap", "typed", "fine"]
+
+
+@pytest.fixture
+def forged(database_url: str) -> Iterator[PlanLedger]:
+    """Four sessions of four proposals each, their events interleaved: `reused` has its third
+    proposal's id set to its first's, `gap` has an event deleted, `typed` a proposal id that is
+    a number (each stream chained again: only the rules can tell)."""
+    service = open_planledger(database_url, home=None)
+    for session_id in SESSIONS:
+        service.open_session(session_id)
+    for n, step in enumerate("abcd"):
+        for session_id in SESSIONS:
+            payload = plan(step, *"abcd"[:n])
+            service.submit(session_id, payload, proposal_id=f"{session_id}-{step}")
+
+    def renamed(value: Any) -> Callable[[dict[str, Any]], None]:
+        def change(data: dict[str, Any]) -> None:
+            data["proposal_id"] = value
+
+        return change
+
+    # (events: 1 created, then each step's proposal and commit: 2-3 a, 4-5 b, 6-7 c, 8-9 d)
+    edit_event(database_url, "plan:reused", 6, renamed("reused-a"))
+    delete_events(database_url, "plan:gap", 5)
+    edit_event(database_url, "plan:typed", 8, renamed(8))
+    yield service
+    service.close()
+
+
+def verdicts_of_verify(service: PlanLedger) -> dict[str, tuple[str, int]]:
+    report = service.ledger.verify()
+    return {p.session_id: (p.rule, p.position) for p in report.problems}
+
+
+def test_the_verdicts_are_verify_s_whatever_the_batches(forged: PlanLedger) -> None:
+    expected = verdicts_of_verify(forged)
+    assert expected == {
+        "reused": ("proposal_id_reused", 6),
+        "gap": ("missing_event", 6),
+        "typed": ("unreadable_event", 8),
+    }
+    for size in (1, 3, 7, 1000):
+        runner = runner_for(forged, batch_size=size)
+        runner.rebuild()
+        found = {sid: (e.rule, e.position) for sid, e in runner.corrupt.items()}
+        runner.close()
+        assert found == expected, size
+
+
+@pytest.mark.parametrize("first", [5, 9, 17, 25])
+def test_a_new_runner_taking_up_stored_views_judges_as_verify(
+    forged: PlanLedger, first: int
+) -> None:
+    """A rebuild stopped after its first batch, then caught up by another runner: the sessions
+    it goes on with start from views stored by the first."""
+    expected = verdicts_of_verify(forged)
+
+    class Stop(Exception):
+        pass
+
+    def stop(events: int, position: int) -> None:
+        raise Stop
+
+    runner = runner_for(forged, batch_size=first)
+    with pytest.raises(Stop):
+        runner.rebuild(stop)
+    found = {sid: (e.rule, e.position) for sid, e in runner.corrupt.items()}
+    runner.close()
+    restarted = runner_for(forged, batch_size=4)
+    restarted.catch_up()
+    found |= {sid: (e.rule, e.position) for sid, e in restarted.corrupt.items()}
+    restarted.close()
+    assert found == expected
+    shown = forged.views.plan_view("fine")
+    assert shown is not None and shown[1] is None and shown[0].revision == 4
