@@ -196,10 +196,16 @@ class Plan(Aggregate):
 
 
 def apply_to_state(
-    plan: PlanState | None, session_id: str, event: Event, judged: bool = False
+    plan: PlanState | None,
+    session_id: str,
+    event: Event,
+    judged: bool = False,
+    session_goals: Collection[str] | None = None,
 ) -> tuple[PlanState | None, PlanSnapshot | None]:
     """`event` applied to a plan's facts by the rules (domain.plan_state), as the aggregate
     applies it: the facts after it and, for a commit, the plan it replaced (None otherwise).
+    `session_goals`: the goals the session had started before the event, which a commit's
+    plan must name if it names one (None: not known, not checked, as by the aggregate).
     Raises CorruptHistory, also for an event that is not the plan's."""
     position = event.originator_version
     if isinstance(event, Plan.PlanCreated):
@@ -211,7 +217,13 @@ def apply_to_state(
     if isinstance(event, Plan.PlanCommitted):
         plan = follows(plan, session_id, position)
         before = record_commit(
-            plan, position, event.proposal_id, event.revision, event.snapshot, judged=judged
+            plan,
+            position,
+            event.proposal_id,
+            event.revision,
+            event.snapshot,
+            judged=judged,
+            session_goals=session_goals,
         )
         return plan, before
     raise CorruptHistory(

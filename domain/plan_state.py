@@ -325,10 +325,13 @@ def record_commit(
     revision: int,
     snapshot: PlanSnapshot,
     judged: bool = False,
+    session_goals: Collection[str] | None = None,
 ) -> PlanSnapshot | None:
     """PlanCommitted: the pending proposal becomes the plan's next revision, every rule of its
-    policy re-checked (unless `judged`: `decide` has just checked them on this very proposal).
-    Returns the plan it replaced (None: the first commit)."""
+    policy re-checked (unless `judged`: `decide` has just checked them on this very proposal),
+    its goal among `session_goals` (the goals its session had started before it; None: not
+    known here, as to an aggregate replayed alone). Returns the plan it replaced (None: the
+    first commit)."""
     session_id = plan.session_id
     COMMIT_TYPES.check(session_id, position, proposal_id, revision, snapshot)
     pending = require_pending(plan, position, proposal_id)
@@ -355,7 +358,7 @@ def record_commit(
             f"proposal {proposal_id!r} was committed without a form",
         )
     if not judged:
-        violations = evaluate(plan, pending, session_goals=None)
+        violations = evaluate(plan, pending, session_goals)
         if violations:
             first = violations[0]
             raise CorruptHistory(session_id, position, first.code, first.message)

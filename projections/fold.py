@@ -8,7 +8,7 @@ read side never shows it as a plan.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,6 +31,9 @@ from projections.shapes import (
 )
 
 SESSION_EVENTS = (Session.SessionOpened, Session.CollaborationModeChanged)
+# The session events the fold reads: those of its rows, and the goals a plan may name.
+FOLDED_SESSION_EVENTS = (*SESSION_EVENTS, Session.GoalStarted)
+NO_GOALS: frozenset[str] = frozenset()
 
 
 class Shown(NamedTuple):
@@ -91,6 +94,7 @@ def fold_events(
     *,
     judged: bool = False,
     states: dict[str, PlanState] | None = None,
+    goals: dict[str, set[str]] | None = None,
 ) -> ViewChanges:
     """Apply (event, notification id) pairs in order to the views they touch.
 
@@ -102,7 +106,10 @@ def fold_events(
     the rules' facts of each session between calls (a reader folding its sessions' events
     batch after batch); a session without one starts from its view, which does not hold
     every fact of the rules (see plan_state_of): only a writer's judged events start so (the
-    runner resumes a session from its first event, ProjectionRunner._resume).
+    runner resumes a session from its first event, ProjectionRunner._resume). `goals`
+    keeps the goals each session has started (its events in store order, from its first, or
+    from what the caller put there): a commit's plan must name one of them, if any (None: the
+    goals are not known, and not checked, as in an aggregate's replay).
     """
     plans = states if states is not None else {}
     changes = ViewChanges()
@@ -111,6 +118,11 @@ def fold_events(
     for event, notification_id in events:
         originator = str(event.originator_id)
         if originator.startswith("session:"):
+            if goals is not None:
+                started = goals.setdefault(originator.removeprefix("session:"), set())
+                goal_id = getattr(event, "goal_id", None)
+                if isinstance(event, Session.GoalStarted) and type(goal_id) is str:
+                    started.add(goal_id)
             if isinstance(event, SESSION_EVENTS):
                 fold_session_event(changes, originator.removeprefix("session:"), event)
             continue
@@ -122,8 +134,9 @@ def fold_events(
             view = views.get(session_id)
             if view is not None:
                 plan = plan_state_of(view)
+        known = None if goals is None else goals.get(session_id, NO_GOALS)
         try:
-            plan, entry = apply_plan_event(plan, session_id, event, judged)
+            plan, entry = apply_plan_event(plan, session_id, event, judged, known)
         except Exception as error:
             broken.add(session_id)
             plans.pop(session_id, None)
@@ -281,7 +294,11 @@ def plan_state_of(view: PlanView) -> PlanState:
 
 
 def apply_plan_event(
-    plan: PlanState | None, session_id: str, event: Event, judged: bool = False
+    plan: PlanState | None,
+    session_id: str,
+    event: Event,
+    judged: bool = False,
+    session_goals: Collection[str] | None = None,
 ) -> tuple[PlanState, HistoryEntry | None]:
     """The plan's facts after `event`, and the history entry it adds (None for events that
     add none). The domain's own functions check the event (its fields' types included) and
@@ -289,7 +306,7 @@ def apply_plan_event(
 
     Raises CorruptHistory for an event the rules forbid at this point of the history."""
     position, at = event.originator_version, event.timestamp
-    after, before = apply_to_state(plan, session_id, event, judged)
+    after, before = apply_to_state(plan, session_id, event, judged, session_goals)
     assert after is not None  # (a plan's first event makes its facts, or raises)
     if isinstance(event, Plan.PlanCreated):
         return after, None

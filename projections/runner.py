@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import operator
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -29,7 +30,7 @@ from domain.chain import CHAIN_BROKEN, GENESIS, links, why_broken
 from domain.errors import CorruptHistory, error_line
 from domain.plan_state import PlanState
 from projections.decode import PlanEventDecoder
-from projections.fold import SESSION_EVENTS, ViewChanges, fold_events
+from projections.fold import FOLDED_SESSION_EVENTS, ViewChanges, fold_events
 from projections.forked import ForkedWorkers, WorkerFailed, can_fork, cores
 from projections.gc_pause import paused_gc
 from projections.shapes import PlanView
@@ -51,7 +52,7 @@ PARALLEL_MIN_EVENTS = FORKED_BATCH
 MAX_WORKERS = 4
 MAX_WORKER_SESSIONS = 50_000
 # The only events of a session's stream the views fold (see projections.fold.fold_events).
-SESSION_TOPICS = frozenset(get_topic(event) for event in SESSION_EVENTS)
+SESSION_TOPICS = frozenset(get_topic(event) for event in FOLDED_SESSION_EVENTS)
 
 
 def folded(originator_id: str, topic: str) -> bool:
@@ -172,14 +173,39 @@ def applied(row: EventRow, loaded: Mapping[str, LoadedView]) -> bool:
 @dataclass
 class FoldState:
     """What a fold worker keeps between batches: how it reads its share of the events, the
-    last chain of each plan stream, the rules' facts of its sessions' plans (a worker folds
-    them from their first event: it needs no view to start from), and which of them broke a
-    rule."""
+    last chain of each plan stream, the rules' facts of its sessions' plans and the goals
+    they started (a worker folds them from their first event: it needs no view to start
+    from), and which of them broke a rule."""
 
     reader: ShareReader | None = None
     chains: dict[str, str | None] = field(default_factory=dict)
     plans: dict[str, PlanState] = field(default_factory=dict)
+    goals: dict[str, set[str]] = field(default_factory=dict)
     broken: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Known:
+    """What a catch-up has folded of each session since the store position `since`: the rules'
+    facts of its plan and the goals it started. A session it has no facts of is resumed from
+    its events (ProjectionRunner._resume)."""
+
+    since: int
+    plans: dict[str, PlanState] = field(default_factory=dict)
+    goals: dict[str, set[str]] = field(default_factory=dict)
+
+    def forget(self, since: int) -> None:
+        """Start again from `since` (the views were moved on by another runner)."""
+        self.since = since
+        self.plans.clear()
+        self.goals.clear()
+
+    def bound(self) -> None:
+        """Keep the facts of MAX_WORKER_SESSIONS sessions at most (the oldest go: resumed
+        again if need be)."""
+        for kept in (self.plans, self.goals):
+            while len(kept) > MAX_WORKER_SESSIONS:
+                del kept[next(iter(kept))]
 
 
 def fold_state(reader: ShareReader) -> FoldState:
@@ -228,7 +254,7 @@ class ProjectionRunner:
         """
         # Start from where the views are: writers move the position too.
         position = self.store.position(VIEWS)
-        plans: dict[str, PlanState] = {}  # the rules' facts of the sessions folded so far
+        known = Known(position)
         while True:
             batch = event_rows(self.store.read_event_rows(position, self.batch_size))
             if not batch:
@@ -236,20 +262,19 @@ class ProjectionRunner:
                 return position
             try:
                 with paused_gc():
-                    position = self._apply(position, batch, plans)
+                    position = self._apply(position, batch, known)
             except StaleBatch:  # another runner (or a writer) got there first
                 position = self.store.position(VIEWS)
-                plans.clear()  # (folded past views that are not those stored)
+                known.forget(position)  # (folded past views that are not those stored)
                 continue
             self._advance(position)
-            while len(plans) > MAX_WORKER_SESSIONS:  # the oldest: resumed again if need be
-                del plans[next(iter(plans))]
+            known.bound()
             if on_batch:
                 on_batch(len(batch), position)
             if len(batch) < self.batch_size:
                 return position
 
-    def _apply(self, position: int, batch: list[EventRow], plans: dict[str, PlanState]) -> int:
+    def _apply(self, position: int, batch: list[EventRow], known: Known) -> int:
         touched = sorted(
             {
                 str(n.originator_id).removeprefix("plan:")
@@ -265,8 +290,8 @@ class ProjectionRunner:
         reached = batch[-1].id
         if loaded:  # events whose writers stored their views with them: already applied
             batch = [row for row in batch if not applied(row, loaded)]
-        broke, earlier = self._resume(batch, loaded, plans)
-        changes, stored = self._fold(batch, views, [*corrupt, *broke], plans)
+        broke, earlier = self._resume(position, batch, loaded, known)
+        changes, stored = self._fold(batch, views, [*corrupt, *broke], known.plans, known.goals)
         for session_id, error in broke.items():
             changes.corrupt.setdefault(session_id, error)
         stored.update(earlier)  # (where those broke)
@@ -276,40 +301,55 @@ class ProjectionRunner:
 
     def _resume(
         self,
+        position: int,
         batch: Sequence[EventRow],
         loaded: Mapping[str, LoadedView],
-        plans: dict[str, PlanState],
+        known: Known,
     ) -> tuple[dict[str, CorruptHistory], Stored]:
-        """Into `plans`, the rules' facts of each session this batch goes on with from a view
-        stored before (by a writer, or by an earlier catch-up) whose facts are not at hand:
-        its plan's events replayed from the first up to the view's, exactly as a rebuild folds
-        them. (A view keeps the plan, not every fact of its rules: which proposal ids were
-        used, and the stream's position, so a fold from a view alone would pass a reused id
-        or a missing event that a fold from the first event refuses.) Returns the sessions
-        whose history breaks before their view, as corrupt there, and the store position and
-        state of each event read. (A stream that now ends before its view leaves the facts
-        behind it: the batch's next event is then refused as missing_event.)"""
-        wanted: dict[str, int] = {}
+        """Into `known`, the facts of each session this batch goes on with that the catch-up
+        does not hold: the goals its session started before the batch (from `known.since`
+        on, it folded them itself) and, where it goes on from a view stored before (by a
+        writer, or an earlier catch-up), its plan's events up to the view's, all replayed in
+        store order as a rebuild folds them. (A view keeps the plan, not every fact of its
+        rules: which proposal ids were used, and the stream's position, so a fold from a view
+        alone would pass a reused id or a missing event that a fold from the first event
+        refuses.) Returns the sessions whose history breaks before the batch, as corrupt
+        there, and the store position and state of each event read. (A stream that now ends
+        before its view leaves the facts behind it: the batch's next event is then refused as
+        missing_event.)"""
+        plans: dict[str, int] = {}  # session: the version of its view
+        goals: set[str] = set()  # sessions whose goals are read
         for row in batch:
             if not row.originator_id.startswith("plan:"):
                 continue
             session_id = row.originator_id[5:]
+            if known.since and session_id not in known.goals:
+                goals.add(session_id)
             view = loaded.get(session_id)
-            if view is None or view.corrupt or session_id in wanted:
+            if view is None or view.corrupt or session_id in plans:
                 continue
-            kept = plans.get(session_id)
+            kept = known.plans.get(session_id)
             if kept is None or kept.version != view.version:
-                wanted[session_id] = view.version
-        if not wanted:
+                plans[session_id] = view.version
+                goals.add(session_id)  # (each commit judged by the goals started before it)
+        if not goals:
             return {}, {}
-        for session_id in wanted:
-            plans.pop(session_id, None)
-        earlier = [
-            row
-            for row in event_rows(self.store.read_stream_rows([f"plan:{s}" for s in wanted]))
-            if row.originator_version <= wanted[row.originator_id.removeprefix("plan:")]
-        ]
-        changes, stored = self._fold(earlier, {}, [], plans)
+        for session_id in plans:
+            known.plans.pop(session_id, None)
+        for session_id in goals:
+            known.goals.pop(session_id, None)
+        streams = [f"plan:{s}" for s in plans] + [f"session:{s}" for s in goals]
+        earlier = []
+        for row in event_rows(self.store.read_stream_rows(streams)):
+            kind, _, session_id = row.originator_id.partition(":")
+            if (
+                row.id <= position
+                if kind == "session"
+                else row.originator_version <= plans[session_id]
+            ):
+                earlier.append(row)
+        earlier.sort(key=operator.itemgetter(0))  # store order (a row's first field: its id)
+        changes, stored = self._fold(earlier, {}, [], known.plans, known.goals)
         return changes.corrupt, stored
 
     def _fold(
@@ -318,11 +358,12 @@ class ProjectionRunner:
         views: Mapping[str, PlanView | None],
         corrupt: Sequence[str],
         plans: dict[str, PlanState] | None = None,
+        goals: dict[str, set[str]] | None = None,
     ) -> tuple[ViewChanges, Stored]:
         """The batch (EventRows, or tuples of their fields) decoded and folded onto `views`
-        (the touched sessions' views before it; `corrupt`: those already broken; `plans`: the
-        rules' facts kept since the last batch), and the store position and state of each
-        event."""
+        (the touched sessions' views before it; `corrupt`: those already broken; `plans` and
+        `goals`: the rules' facts and the goals started, kept since the last batch), and the
+        store position and state of each event."""
         events: list[tuple[Event, int]] = []
         unreadable: dict[str, CorruptHistory] = {}
         stored: Stored = {(o, v): (i, d) for i, o, v, _, d, _, _ in batch}
@@ -354,7 +395,7 @@ class ProjectionRunner:
             events.append((event, i))
         # A session's events before its unreadable one are folded (its view is the last good
         # one, whatever the batches), unless a rule broke earlier still.
-        changes = fold_events(views, events, corrupt=corrupt, states=plans)
+        changes = fold_events(views, events, corrupt=corrupt, states=plans, goals=goals)
         for session_id, unread in unreadable.items():
             changes.corrupt.setdefault(session_id, unread)
         return changes, stored
@@ -467,7 +508,7 @@ class ProjectionRunner:
                 touched.add(o[5:])
             batch.append((i, o, v, t, d if type(d) is bytes else bytes(d), c, p))
         broken = sorted(touched & state.broken)
-        changes, stored = self._fold(batch, {}, broken, state.plans)
+        changes, stored = self._fold(batch, {}, broken, state.plans, state.goals)
         state.broken.update(changes.corrupt)
         corrupt = [
             (sid, error.position, error.rule, error.detail)

@@ -50,6 +50,7 @@ from planledger.service.results import (
 from planledger.service.verify import (
     NOTHING,
     chain_broken,
+    goal_starts,
     judge,
     replay,
     replayed,
@@ -537,12 +538,14 @@ class Ledger(Application[str]):
 
     def verify_session(self, session_id: str) -> list[Problem]:
         validate_id(session_id)
-        stream = self.chained_rows(session_aggregate_id(session_id))
-        session = replayed(session_id, stream, self.mapper, chained=True)
+        rows = self.chained_rows(session_aggregate_id(session_id))
+        session = replayed(session_id, rows, self.mapper, chained=True)
         plan = NOTHING
         if session.found and session.problem is None:
+            goals = goal_starts(rows, self.mapper).get(session_id, {})
             stream = self.chained_rows(plan_aggregate_id(session_id))
-            plan = replayed_plan(session_id, stream, PlanEventDecoder(self.mapper), chained=True)
+            decoder = PlanEventDecoder(self.mapper)
+            plan = replayed_plan(session_id, stream, decoder, chained=True, goals=goals)
         return judge(session_id, session, plan)
 
     def checked_session(self, session_id: str) -> Session:

@@ -13,22 +13,23 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from eventsourcing.domain import OriginatorVersionError
 from eventsourcing.persistence import Mapper, StoredEvent
+from eventsourcing.utils import get_topic
 
 from domain.base import Event
 from domain.chain import CHAIN_BROKEN, ChainedRow, first_break, why_broken
 from domain.errors import CorruptHistory, error_line
-from domain.plan import apply_to_state
+from domain.plan import Plan, apply_to_state
 from domain.plan_state import PlanState
 from domain.session import Session
 from planledger.service.results import Problem
-from planledger.storage.scan import ChainedEvent, scan_events, split_points
+from planledger.storage.scan import ChainedEvent, scan_events, session_events_of, split_points
 from planledger.storage.settings import DatabaseSettings
 from projections.decode import PlanEventDecoder, bulk_mapper
 from projections.forked import ForkedWorkers, WorkerFailed, can_fork
@@ -43,13 +44,43 @@ SPAWNED_MIN_EVENTS = 50_000
 @dataclass(frozen=True)
 class Replayed:
     """What replaying one stream left: whether it had events, the problem it stopped at, and
-    the facts the judgement needs (the plan's version and goal, the session's goals)."""
+    the plan's version."""
 
     found: bool = False
     problem: Problem | None = None
     version: int = 0
-    goal_id: str | None = None
-    goals: frozenset[str] = frozenset()
+
+
+GOAL_STARTED = get_topic(Session.GoalStarted)
+# Each session's goals, each with the store position of its start (a plan's commit may name a
+# goal started before it).
+GoalStarts = dict[str, dict[str, int]]
+
+
+NO_STARTS: dict[str, int] = {}
+
+
+def store_goal_starts(database: DatabaseSettings, mapper: Mapper[Any]) -> GoalStarts:
+    """Every session's goal starts (an index range read of the session streams)."""
+    return goal_starts(session_events_of(database, GOAL_STARTED), mapper)
+
+
+def goal_starts(rows: Iterable[ChainedEvent], mapper: Mapper[Any]) -> GoalStarts:
+    """The goals the GoalStarted events among `rows` started, by session (the first start of
+    each; one that does not decode is left out: its session's own replay names it)."""
+    starts: GoalStarts = {}
+    for row in rows:
+        if row.topic != GOAL_STARTED:
+            continue
+        try:
+            event = mapper.to_domain_event(row)  # type: ignore[arg-type]  # (read alike)
+            goal_id = getattr(event, "goal_id", None)
+        except Exception:
+            continue
+        if type(goal_id) is str:
+            session_id = row.originator_id.removeprefix("session:")
+            starts.setdefault(session_id, {}).setdefault(goal_id, row.position)
+    return starts
 
 
 NOTHING = Replayed()
@@ -123,7 +154,7 @@ def replayed(
     if aggregate is None:
         return NOTHING
     if isinstance(aggregate, Session):
-        return Replayed(found=True, goals=frozenset(aggregate.goals))
+        return Replayed(found=True)
     return Replayed(found=True, version=aggregate.version)
 
 
@@ -132,10 +163,13 @@ def replayed_plan(
     stored_events: Iterable[Row],
     decoder: PlanEventDecoder,
     chained: bool = False,
+    goals: Mapping[str, int] | None = None,
 ) -> Replayed:
     """A plan stream's events applied in order by the plan's rules (`apply_to_state`, the
     functions the aggregate applies its events with) to the facts they need, from the first
-    (`chained`: each event's chain checked before)."""
+    (`chained`: each event's chain checked before; `goals`: the session's goals and the store
+    positions of their starts, each commit judged by those started before it; None: goals
+    not checked)."""
     rows, broken = _chained(session_id, stored_events, chained)
     # Decoded first, then applied: each pass keeps its own code in the CPU's caches (about a
     # tenth off a replay, against decoding and applying each event in turn).
@@ -148,8 +182,12 @@ def replayed_plan(
             break
     plan: PlanState | None = None
     for stored, event in zip(rows, events, strict=False):
+        started = None
+        if goals is not None and isinstance(event, Plan.PlanCommitted):
+            at = getattr(stored, "position", 0)
+            started = [goal for goal, start in goals.items() if start < at] if goals else []
         try:
-            plan, _ = apply_to_state(plan, session_id, event)
+            plan, _ = apply_to_state(plan, session_id, event, session_goals=started)
         except CorruptHistory as error:
             return Replayed(found=True, problem=corrupt_at(session_id, error))
         except Exception as error:  # an edited row decoded to what the rules cannot take
@@ -158,13 +196,12 @@ def replayed_plan(
         return Replayed(found=True, problem=broken)
     if plan is None:
         return NOTHING if not rows else Replayed(found=True)
-    goal_id = plan.snapshot.goal_id if plan.snapshot else None
-    return Replayed(found=True, version=plan.version or 0, goal_id=goal_id)
+    return Replayed(found=True, version=plan.version or 0)
 
 
 def judge(session_id: str, session: Replayed, plan: Replayed) -> list[Problem]:
-    """The session's problem: its own stream's, else not found, else its plan's, else a plan
-    naming a goal the session lacks; none when all is well."""
+    """The session's problem: its own stream's, else not found, else its plan's; none when all
+    is well."""
     if session.problem is not None:
         return [session.problem]
     if not session.found:
@@ -173,15 +210,6 @@ def judge(session_id: str, session: Replayed, plan: Replayed) -> list[Problem]:
         return [plan.problem]
     if not plan.found:
         return [problem(session_id, 0, "missing_plan", "the session has no plan stream")]
-    if plan.goal_id is not None and plan.goal_id not in session.goals:
-        return [
-            problem(
-                session_id,
-                plan.version,
-                "unknown_goal",
-                f"the plan names goal {plan.goal_id!r}, not a goal of the session",
-            )
-        ]
     return []
 
 
@@ -201,12 +229,16 @@ def replay_range(
     lower: str = "",
     upper: str | None = None,
     chained: bool = True,
+    starts: GoalStarts | None = None,
 ) -> tuple[dict[str, Replayed], dict[str, Replayed]]:
     """Replay every session and plan stream in the key range [lower, upper) (only those of
     `wanted` sessions, when given): (sessions, plans) by session id. `chained` checks every
-    event's chain (False: only the rules, for the bench to measure what the chain costs)."""
+    event's chain (False: only the rules, for the bench to measure what the chain costs).
+    `starts`: the store's goal starts (None: read here)."""
     sessions: dict[str, Replayed] = {}
     plans: dict[str, Replayed] = {}
+    if starts is None:
+        starts = store_goal_starts(database, mapper)
     decoder = PlanEventDecoder(mapper)
     session_mapper = bulk_mapper(mapper)
     events = scan_events(database, lower, upper)
@@ -216,7 +248,8 @@ def replay_range(
             if wanted is not None and session_id not in wanted:
                 continue
             if kind == "plan":
-                plans[session_id] = replayed_plan(session_id, stream, decoder, chained)
+                goals = starts.get(session_id, NO_STARTS)
+                plans[session_id] = replayed_plan(session_id, stream, decoder, chained, goals)
             elif kind == "session":
                 sessions[session_id] = replayed(session_id, stream, session_mapper, chained)
     return sessions, plans
@@ -250,7 +283,8 @@ def verify_store(
     if not points:
         found = [replay_range(database, mapper, wanted, "", None, chained)]
     elif forks:
-        found = _replay_forked(database, mapper, wanted, bounds, chained)
+        starts = store_goal_starts(database, mapper)  # (once: the workers are forked with it)
+        found = _replay_forked(database, mapper, wanted, bounds, chained, starts)
     else:
         assert make_mapper is not None
         context = multiprocessing.get_context("spawn")
@@ -282,6 +316,7 @@ def _replay_forked(
     wanted: set[str] | None,
     bounds: list[tuple[str, str | None]],
     chained: bool,
+    starts: GoalStarts,
 ) -> list[Ranges]:
     """The first range replayed here, the others by forked workers (each opens its own
     connection). If a worker fails, every range is replayed here instead, where the error, if
@@ -289,18 +324,21 @@ def _replay_forked(
     workers = ForkedWorkers(
         len(bounds) - 1,
         lambda: None,
-        lambda _, bound: replay_range(database, mapper, wanted, bound[0], bound[1], chained),
+        lambda _, bound: replay_range(
+            database, mapper, wanted, bound[0], bound[1], chained, starts
+        ),
     )
     try:
         workers.send(bounds[1:])
-        here = replay_range(database, mapper, wanted, bounds[0][0], bounds[0][1], chained)
+        here = replay_range(database, mapper, wanted, bounds[0][0], bounds[0][1], chained, starts)
         return [here, *workers.receive()]
     except WorkerFailed:
         pass
     finally:
         workers.close()
     return [
-        replay_range(database, mapper, wanted, lower, upper, chained) for lower, upper in bounds
+        replay_range(database, mapper, wanted, lower, upper, chained, starts)
+        for lower, upper in bounds
     ]
 
 

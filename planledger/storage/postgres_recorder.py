@@ -120,15 +120,15 @@ class ViewsPostgresRecorder(PostgresApplicationRecorder):
         """The stream's events in order, each with its chain."""
         table = sql.Identifier(self.datastore.schema, self.events_table_name)
         statement = sql.SQL(
-            "SELECT originator_id, originator_version, topic, state, chain FROM {0} "
-            "WHERE originator_id = %s ORDER BY originator_version"
+            "SELECT originator_id, originator_version, topic, state, chain, notification_id "
+            "FROM {0} WHERE originator_id = %s ORDER BY originator_version"
         ).format(table)
         with (
             self.datastore.get_connection() as conn,
             conn.cursor(binary=True, row_factory=psycopg.rows.tuple_row) as cursor,
         ):
             rows: list[Any] = cursor.execute(statement, (originator_id,)).fetchall()
-        return [ChainedEvent(o, v, t, bytes(s), h) for o, v, t, s, h in rows]
+        return [ChainedEvent(o, v, t, bytes(s), h, at) for o, v, t, s, h, at in rows]
 
     def _statements(self, conn: Any, shape: tuple[int, ...]) -> tuple[bytes, bytes]:
         """The INSERT-with-views statement for this shape of write and the NOTIFY, rendered

@@ -27,11 +27,13 @@ class ChainedEvent(NamedTuple):
     topic: str
     state: bytes
     chain: str | None
+    position: int = 0  # its store position (notification id; 0: not read)
 
 
 @contextmanager
-def _connection(database: DatabaseSettings) -> Iterator[tuple[Query, str, str]]:
-    """A read-only query function, the events table and the placeholder of the database."""
+def _connection(database: DatabaseSettings) -> Iterator[tuple[Query, str, str, str]]:
+    """A read-only query function, the events table, the placeholder and the store-position
+    column of the database."""
     if database.is_postgres:
         import psycopg
 
@@ -42,11 +44,12 @@ def _connection(database: DatabaseSettings) -> Iterator[tuple[Query, str, str]]:
                 lambda sql, args: cursor.execute(sql, args).fetchall(),
                 f'"{schema}".planledger_events',
                 "%s",
+                "notification_id",
             )
         return
     db = sqlite3.connect(database.env["SQLITE_DBNAME"], timeout=30)
     try:
-        yield (lambda sql, args: db.execute(sql, args).fetchall(), "stored_events", "?")
+        yield (lambda sql, args: db.execute(sql, args).fetchall(), "stored_events", "?", "rowid")
     finally:
         db.close()
 
@@ -56,15 +59,18 @@ def scan_events(
 ) -> Iterator[ChainedEvent]:
     """The events of the streams whose id is in [lower, upper), ordered by stream id and
     version (so each stream's events arrive together, from its first)."""
-    with _connection(database) as (query, table, p):
+    with _connection(database) as (query, table, p, position):
         bound = f" AND originator_id < {p}" if upper is not None else ""
-        head = f"SELECT originator_id, originator_version, topic, state, chain FROM {table} WHERE "
+        head = (
+            f"SELECT originator_id, originator_version, topic, state, chain, {position} "
+            f"FROM {table} WHERE "
+        )
         tail = f"{bound} ORDER BY originator_id, originator_version LIMIT {p}"
         extra = [upper] if upper is not None else []
         rows = query(head + f"originator_id >= {p}" + tail, [lower, *extra, page])
         while rows:
-            for originator_id, version, topic, state, chain in rows:
-                yield ChainedEvent(originator_id, version, topic, bytes(state), chain)
+            for originator_id, version, topic, state, chain, at in rows:
+                yield ChainedEvent(originator_id, version, topic, bytes(state), chain, at)
             if len(rows) < page:
                 return
             after = f"(originator_id, originator_version) > ({p}, {p})"
@@ -74,7 +80,7 @@ def scan_events(
 def split_points(database: DatabaseSettings, parts: int, min_events: int) -> list[str]:
     """Stream ids that cut the store into `parts` key ranges of about as many events each
     (none when the store holds fewer than `min_events` events)."""
-    with _connection(database) as (query, table, p):
+    with _connection(database) as (query, table, p, _):
         count = int(query(f"SELECT count(*) FROM {table}", [])[0][0])
         if parts < 2 or count < min_events:
             return []
@@ -88,3 +94,16 @@ def split_points(database: DatabaseSettings, parts: int, min_events: int) -> lis
             if rows and rows[0][0] not in points:
                 points.append(str(rows[0][0]))
         return points
+
+
+def session_events_of(database: DatabaseSettings, topic: str) -> list[ChainedEvent]:
+    """Every session stream's events of this topic (its own streams' key range: an index range
+    read), each with its store position."""
+    with _connection(database) as (query, table, p, position):
+        rows = query(
+            f"SELECT originator_id, originator_version, topic, state, chain, {position} "
+            f"FROM {table} WHERE originator_id >= 'session:' AND originator_id < 'session;' "
+            f"AND topic = {p}",
+            [topic],
+        )
+    return [ChainedEvent(o, v, t, bytes(s), c, at) for o, v, t, s, c, at in rows]

@@ -105,12 +105,12 @@ class ViewsSQLiteRecorder(SQLiteApplicationRecorder):
         """The stream's events in order, each with its chain."""
         with self.datastore.transaction(commit=False) as c:
             c.execute(
-                "SELECT originator_id, originator_version, topic, state, chain "
+                "SELECT originator_id, originator_version, topic, state, chain, rowid "
                 f"FROM {self.events_table_name} WHERE originator_id = ? "
                 "ORDER BY originator_version",
                 (originator_id,),
             )
-            return [ChainedEvent(o, v, t, bytes(s), h) for o, v, t, s, h in c.fetchall()]
+            return [ChainedEvent(o, v, t, bytes(s), h, at) for o, v, t, s, h, at in c.fetchall()]
 
     def _chain(
         self,

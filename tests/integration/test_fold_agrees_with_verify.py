@@ -89,3 +89,80 @@ def test_a_new_runner_taking_up_stored_views_judges_as_verify(
     assert found == expected
     shown = forged.views.plan_view("fine")
     assert shown is not None and shown[1] is None and shown[0].revision == 4
+
+
+GOAL_SESSIONS = ["named", "nope", "later"]
+
+
+@pytest.fixture
+def goals_forged(database_url: str) -> Iterator[PlanLedger]:
+    """Three sessions whose first plan names goal g1, started before it, and whose goal g2 is
+    started after their second commit: `nope` has its first plan's goal set to one never
+    started, `later` to g2, started after it; `named` is left as written."""
+    service = open_planledger(database_url, home=None)
+    for session_id in GOAL_SESSIONS:
+        service.open_session(session_id)
+        service.start_goal(session_id, "g1", "Ship it")
+    for n, step in enumerate("abc"):
+        for session_id in GOAL_SESSIONS:
+            payload = plan(step, *"abc"[:n]) | {"goal_id": "g1"}
+            service.submit(session_id, payload)
+        if step == "b":
+            for session_id in GOAL_SESSIONS:
+                service.start_goal(session_id, "g2", "Ship it again")
+
+    def goal(value: str) -> Callable[[dict[str, Any]], None]:
+        def change(data: dict[str, Any]) -> None:
+            for key in ("candidate", "snapshot"):  # (a commit may leave its plan out)
+                if key in data:
+                    data[key]["_data_"]["goal_id"] = value
+
+        return change
+
+    for session_id, value in (("nope", "nope"), ("later", "g2")):
+        edit_event(database_url, f"plan:{session_id}", 2, goal(value), rechain=False)
+        edit_event(database_url, f"plan:{session_id}", 3, goal(value))
+    yield service
+    service.close()
+
+
+def test_a_plan_names_a_goal_started_before_it_for_verify_and_the_fold(
+    goals_forged: PlanLedger,
+) -> None:
+    expected = verdicts_of_verify(goals_forged)
+    assert expected == {"nope": ("unknown_goal", 3), "later": ("unknown_goal", 3)}
+    for size in (1, 4, 1000):
+        runner = runner_for(goals_forged, batch_size=size)
+        runner.rebuild()
+        found = {sid: (e.rule, e.position) for sid, e in runner.corrupt.items()}
+        runner.close()
+        assert found == expected, size
+    assert [p.rule for p in goals_forged.ledger.verify(["later"]).problems] == ["unknown_goal"]
+    shown = goals_forged.views.plan_view("named")
+    assert shown is not None and shown[1] is None and shown[0].goal_id == "g1"
+
+
+@pytest.mark.parametrize("first", [3, 6, 9, 12])
+def test_a_new_runner_knows_the_goals_started_before_its_batches(
+    goals_forged: PlanLedger, first: int
+) -> None:
+    expected = verdicts_of_verify(goals_forged)
+
+    class Stop(Exception):
+        pass
+
+    def stop(events: int, position: int) -> None:
+        raise Stop
+
+    runner = runner_for(goals_forged, batch_size=first)
+    with pytest.raises(Stop):
+        runner.rebuild(stop)
+    found = {sid: (e.rule, e.position) for sid, e in runner.corrupt.items()}
+    runner.close()
+    restarted = runner_for(goals_forged, batch_size=3)
+    restarted.catch_up()
+    found |= {sid: (e.rule, e.position) for sid, e in restarted.corrupt.items()}
+    restarted.close()
+    assert found == expected
+    shown = goals_forged.views.plan_view("named")
+    assert shown is not None and shown[1] is None and shown[0].revision == 3

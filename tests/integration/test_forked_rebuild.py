@@ -14,7 +14,7 @@ from planledger.service import PlanLedger, open_planledger
 from planledger.storage.views import open_store
 from projections import forked
 from projections import runner as runner_module
-from projections.runner import ProjectionRunner, event_rows
+from projections.runner import Known, ProjectionRunner, event_rows
 from tests.integration.storage import edit_event
 from tests.integration.test_projections import insert_raw, plan
 
@@ -147,7 +147,7 @@ def test_another_runner_moving_the_position_hands_the_rest_to_this_process(
         writes["n"] += 1
         if writes["n"] == 3:
             batch = event_rows(other.store.read_event_rows(expected, 5))
-            other._apply(expected, batch, {})  # another runner got there first
+            other._apply(expected, batch, Known(expected))  # another runner got there first
         real_write(expected, new, parts)
 
     monkeypatch.setattr(runner.store, "write_batch_rows", write)

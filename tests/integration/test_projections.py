@@ -21,7 +21,7 @@ from planledger.storage.views import open_store
 from projections.decode import PlanEventDecoder
 from projections.plan_json import read_plan_file
 from projections.plan_view import plan_view
-from projections.runner import VIEWS, ProjectionRunner, StaleBatch, event_rows
+from projections.runner import VIEWS, Known, ProjectionRunner, StaleBatch, event_rows
 from projections.shapes import CorruptMark
 from tests.integration.storage import chain_again, read_state
 
@@ -210,7 +210,7 @@ def test_a_batch_delivered_twice_is_applied_once(ledger: PlanLedger) -> None:
     batch = event_rows(first.store.read_event_rows(0, 1000))
     second.catch_up()  # another runner applies the same events first
     with pytest.raises(StaleBatch):
-        first._apply(0, batch, {})
+        first._apply(0, batch, Known(0))
     assert first.catch_up() == second.store.position(VIEWS)
     assert views_of(ledger, "s1", "s2") == expected
     first.close()
