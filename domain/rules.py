@@ -214,28 +214,36 @@ def _check_steps(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:
                 )
             )
         seen.add(step.id)
-        if not step.title.strip():
-            problems.append(
-                Violation(
-                    code="blank_step_title",
-                    message=f"{label} needs a non-blank title saying what will be done.",
-                    step_id=step_id,
-                    index=index,
-                )
-            )
-        elif len(step.title) > MAX_STEP_TITLE_CHARS:
-            problems.append(
-                Violation(
-                    code="too_long",
-                    message=f"{label} is over {MAX_STEP_TITLE_CHARS} characters; keep it to "
-                    f"{MAX_STEP_TITLE_CHARS} (put research notes elsewhere).",
-                    step_id=step_id,
-                    index=index,
-                )
-            )
+        problems += check_step_title(step.title, label, step_id, index)
         if step.status not in allowed:
             problems.append(_status_problem(allowed, index, step.status, step_id))
     return problems
+
+
+def check_step_title(
+    title: str, label: str, step_id: str | None = None, index: int | None = None
+) -> list[Violation]:
+    """A step's title: non-blank, and within its bound (`label` names the step)."""
+    if not title.strip():
+        return [
+            Violation(
+                code="blank_step_title",
+                message=f"{label} needs a non-blank title saying what will be done.",
+                step_id=step_id,
+                index=index,
+            )
+        ]
+    if len(title) > MAX_STEP_TITLE_CHARS:
+        return [
+            Violation(
+                code="too_long",
+                message=f"{label} is over {MAX_STEP_TITLE_CHARS} characters; keep it to "
+                f"{MAX_STEP_TITLE_CHARS} (put research notes elsewhere).",
+                step_id=step_id,
+                index=index,
+            )
+        ]
+    return []
 
 
 def _check_in_progress(policy: Policy, snapshot: PlanSnapshot) -> list[Violation]:

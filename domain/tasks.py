@@ -24,6 +24,7 @@ from domain.models import (
     Violation,
     built,
 )
+from domain.rules import check_step_title
 
 CREATE = "create"
 UPDATE = "update"
@@ -218,11 +219,7 @@ def _taken(task_id: str, title: str | None) -> list[Violation]:
             step_id=task_id,
         )
     ]
-    if not (title or "").strip():
-        problems.append(
-            Violation(code="blank_step_title", message="A new task needs a non-blank title.")
-        )
-    return problems
+    return problems + check_step_title(title or "", "The new task", task_id)
 
 
 def _changed(step: Step, **changes: Any) -> Step:

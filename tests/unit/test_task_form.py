@@ -127,6 +127,16 @@ def test_deleted_leaves_the_plan_and_every_blocker_list() -> None:
 CASES = [
     pytest.param([create("  ")], ["blank_step_title"], id="blank-title"),
     pytest.param([create("A", "1"), create("B", "1")], ["duplicate_step_id"], id="duplicate-id"),
+    pytest.param(
+        [create("A", "1"), create(" ", "1")],
+        ["duplicate_step_id", "blank_step_title"],
+        id="duplicate-id-blank-title",
+    ),
+    pytest.param(
+        [create("A", "1"), create("x" * 501, "1")],
+        ["duplicate_step_id", "too_long"],
+        id="duplicate-id-long-title",
+    ),
     pytest.param([create("A", "bad id")], ["invalid_step_id"], id="invalid-id"),
     pytest.param(
         [create("A", "1"), update("99", status="completed")], ["unknown_step"], id="unknown-task"
