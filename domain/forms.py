@@ -10,11 +10,11 @@ bounded whatever the payload: at most MAX_STEPS steps, each text cut at twice it
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from domain import limits
+from domain.ids import ID_PATTERN
 from domain.limits import MAX_REPORTED, bounded
 from domain.models import (
     MAX_STEP_ID_CHARS,
@@ -41,7 +41,7 @@ CODEX_FIELDS = frozenset({"explanation", "plan", "expected_revision", "goal_id",
 MODE_FIELDS = frozenset({"mode", "collaboration_mode"})
 STRICT_STEP_FIELDS = frozenset({"id", "title", "status"})
 CODEX_STEP_FIELDS = frozenset({"step", "status"})
-PROPOSAL_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}\Z")
+PROPOSAL_ID_PATTERN = ID_PATTERN  # (a proposal id is an id as the ledger's others are)
 
 
 class ParsedProposal(Frozen):
