@@ -356,12 +356,10 @@ class Ledger(Application[str]):
             if known is not None:  # a retry: the plan's revision now is read from the store
                 plan, before = self._load(session_id)
                 known = plan.outcomes.get(proposal_id)
-            if known is not None and known.fingerprint != content:
+            answer = retry_decision(plan, proposal_id, content, decide)
+            if answer is not None:
                 self._checkin(plan, before)
-                return reused_decision(proposal_id, plan.revision)
-            if known is not None and (known.status != "pending" or not decide):
-                self._checkin(plan, before)
-                return decision_of(proposal_id, known, plan.revision)
+                return answer
             if known is None:
                 plan.propose(proposal_id, parsed, content, *sender)
             outcome = plan.outcomes[proposal_id]
@@ -462,14 +460,11 @@ class Ledger(Application[str]):
         last event among all the events of the save (-1 when it wrote nothing)."""
         decisions: list[tuple[Decision, int]] = []
         for call in calls:
-            known = plan.outcomes.get(call.proposal_id)
-            if known is not None and known.fingerprint != call.fingerprint:
-                decisions.append((reused_decision(call.proposal_id, plan.revision), -1))
+            answer = retry_decision(plan, call.proposal_id, call.fingerprint)
+            if answer is not None:
+                decisions.append((answer, -1))
                 continue
-            if known is not None and known.status != "pending":
-                decisions.append((decision_of(call.proposal_id, known, plan.revision), -1))
-                continue
-            if known is None:
+            if call.proposal_id not in plan.outcomes:
                 plan.propose(
                     call.proposal_id, call.parsed, call.fingerprint, call.client, call.actor
                 )
@@ -739,6 +734,22 @@ def decision_of(proposal_id: str, outcome: Outcome, current_revision: int) -> De
         violations=violations,
         current_revision=current_revision,
     )
+
+
+def retry_decision(
+    plan: Plan, proposal_id: str, fingerprint: str, decide: bool = True
+) -> Decision | None:
+    """What a proposal id the plan recorded before answers, writing nothing (None: not
+    recorded, or recorded and undecided while `decide` asks for its decision): its recorded
+    outcome when sent again with the same content, proposal_id_reused with other content."""
+    known = plan.outcomes.get(proposal_id)
+    if known is None:
+        return None
+    if known.fingerprint != fingerprint:
+        return reused_decision(proposal_id, plan.revision)
+    if known.status != "pending" or not decide:
+        return decision_of(proposal_id, known, plan.revision)
+    return None
 
 
 def reused_decision(proposal_id: str, current_revision: int) -> Decision:
