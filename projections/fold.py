@@ -107,9 +107,9 @@ def fold_events(
     batch after batch); a session without one starts from its view, which does not hold
     every fact of the rules (see plan_state_of): only a writer's judged events start so (the
     runner resumes a session from its first event, ProjectionRunner._resume). `goals`
-    keeps the goals each session has started (its events in store order, from its first, or
-    from what the caller put there): a commit's plan must name one of them, if any (None: the
-    goals are not known, and not checked, as in an aggregate's replay).
+    keeps the goals each session has started, for the sessions whose opening it folded (in
+    store order) or the caller put there: a commit's plan must name one of them, if any
+    (None: the goals are not known, and not checked, as in an aggregate's replay).
     """
     plans = states if states is not None else {}
     changes = ViewChanges()
@@ -119,10 +119,7 @@ def fold_events(
         originator = str(event.originator_id)
         if originator.startswith("session:"):
             if goals is not None:
-                started = goals.setdefault(originator.removeprefix("session:"), set())
-                goal_id = getattr(event, "goal_id", None)
-                if isinstance(event, Session.GoalStarted) and type(goal_id) is str:
-                    started.add(goal_id)
+                fold_goal(goals, originator.removeprefix("session:"), event)
             if isinstance(event, SESSION_EVENTS):
                 fold_session_event(changes, originator.removeprefix("session:"), event)
             continue
@@ -159,6 +156,17 @@ def fold_events(
     for session_id, now in shown.items():
         changes.views[session_id] = (now.version, view_of(session_id, now))
     return changes
+
+
+def fold_goal(goals: dict[str, set[str]], session_id: str, event: Event) -> None:
+    """A session's opening (no goal yet) or a goal's start. A session `goals` holds is one
+    whose every start is known: a start of another is left to whoever reads its stream."""
+    if isinstance(event, Session.SessionOpened):
+        goals[session_id] = set()
+    elif isinstance(event, Session.GoalStarted) and session_id in goals:
+        goal_id = event.goal_id
+        if type(goal_id) is str:  # (an edited row may hold another type)
+            goals[session_id].add(goal_id)
 
 
 def as_corrupt(error: Exception, session_id: str, event: Event) -> CorruptHistory:

@@ -186,9 +186,10 @@ class FoldState:
 
 @dataclass
 class Known:
-    """What a catch-up has folded of each session since the store position `since`: the rules'
-    facts of its plan and the goals it started. A session it has no facts of is resumed from
-    its events (ProjectionRunner._resume)."""
+    """What a catch-up knows of each session, having folded every event after the store
+    position `since`: the rules' facts of its plan, and every goal it started (for the
+    sessions in `goals`). A session it does not know is resumed from its events
+    (ProjectionRunner._resume)."""
 
     since: int
     plans: dict[str, PlanState] = field(default_factory=dict)
@@ -200,10 +201,12 @@ class Known:
         self.plans.clear()
         self.goals.clear()
 
-    def bound(self) -> None:
-        """Keep the facts of MAX_WORKER_SESSIONS sessions at most (the oldest go: resumed
-        again if need be)."""
+    def bound(self, position: int) -> None:
+        """Keep the facts of MAX_WORKER_SESSIONS sessions at most (the oldest go, resumed
+        again if need be: what was folded before `position` is then no longer all known)."""
         for kept in (self.plans, self.goals):
+            if len(kept) > MAX_WORKER_SESSIONS:
+                self.since = position
             while len(kept) > MAX_WORKER_SESSIONS:
                 del kept[next(iter(kept))]
 
@@ -268,7 +271,7 @@ class ProjectionRunner:
                 known.forget(position)  # (folded past views that are not those stored)
                 continue
             self._advance(position)
-            known.bound()
+            known.bound(position)
             if on_batch:
                 on_batch(len(batch), position)
             if len(batch) < self.batch_size:

@@ -55,8 +55,6 @@ GOAL_STARTED = get_topic(Session.GoalStarted)
 # Each session's goals, each with the store position of its start (a plan's commit may name a
 # goal started before it).
 GoalStarts = dict[str, dict[str, int]]
-
-
 NO_STARTS: dict[str, int] = {}
 
 

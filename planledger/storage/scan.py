@@ -97,13 +97,13 @@ def split_points(database: DatabaseSettings, parts: int, min_events: int) -> lis
 
 
 def session_events_of(database: DatabaseSettings, topic: str) -> list[ChainedEvent]:
-    """Every session stream's events of this topic (its own streams' key range: an index range
-    read), each with its store position."""
+    """Every session stream's events of this topic, in stream order (the session streams' key
+    range: an index range read), each with its store position."""
     with _connection(database) as (query, table, p, position):
         rows = query(
             f"SELECT originator_id, originator_version, topic, state, chain, {position} "
             f"FROM {table} WHERE originator_id >= 'session:' AND originator_id < 'session;' "
-            f"AND topic = {p}",
+            f"AND topic = {p} ORDER BY originator_id, originator_version",
             [topic],
         )
     return [ChainedEvent(o, v, t, bytes(s), c, at) for o, v, t, s, c, at in rows]

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from planledger.service import PlanLedger, open_planledger
+from projections import runner as runner_module
 from tests.integration.storage import delete_events, edit_event
 from tests.integration.test_projections import plan, runner_for
 
@@ -126,9 +127,12 @@ def goals_forged(database_url: str) -> Iterator[PlanLedger]:
     service.close()
 
 
+@pytest.mark.parametrize("kept", [runner_module.MAX_WORKER_SESSIONS, 1])
 def test_a_plan_names_a_goal_started_before_it_for_verify_and_the_fold(
-    goals_forged: PlanLedger,
+    goals_forged: PlanLedger, kept: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """(With the facts of one session kept at a time, the others are read back.)"""
+    monkeypatch.setattr(runner_module, "MAX_WORKER_SESSIONS", kept)
     expected = verdicts_of_verify(goals_forged)
     assert expected == {"nope": ("unknown_goal", 3), "later": ("unknown_goal", 3)}
     for size in (1, 4, 1000):
