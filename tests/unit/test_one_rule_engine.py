@@ -11,8 +11,10 @@ position; and where all is well, the same plan.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
+import pytest
 from eventsourcing.persistence import DatetimeAsISO, Mapper, StoredEvent
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -27,6 +29,10 @@ from planledger.storage.transcoding import EventTranscoder, PydanticTranscoding
 from projections.decode import PlanEventDecoder
 from projections.fold import fold_events
 from projections.shapes import HistoryEntry, PlanView
+from tests.unit.test_replay import CODEX_FORGERIES as CODEX
+from tests.unit.test_replay import SESSION as SESSION_OF_REPLAY
+from tests.unit.test_replay import STRICT_FORGERIES as STRICT
+from tests.unit.test_replay import codex_history, strict_history
 
 SESSION = "s"
 IDS = ["a", "b", "c"]
@@ -203,3 +209,26 @@ def test_the_fold_from_a_stored_view_judges_the_commit_that_follows() -> None:
     # The same history in one fold says the same.
     whole = fold_events({}, [(event, None) for event in [*events, commit]])
     assert whole.corrupt[SESSION].rule == "control_character"
+
+
+@pytest.mark.parametrize(
+    ("history", "forge", "rule", "position"),
+    [
+        *[pytest.param(strict_history, *case.values, id=f"strict-{case.id}") for case in STRICT],
+        *[pytest.param(codex_history, *case.values, id=f"codex-{case.id}") for case in CODEX],
+    ],
+)
+def test_verify_and_the_fold_refuse_each_forged_history_of_the_replay_tests(
+    history: Callable[[], tuple[Plan, list[Any]]],
+    forge: Callable[[list[Any]], list[Any]],
+    rule: str,
+    position: int,
+) -> None:
+    """The forgeries test_replay holds the aggregate to, each judged alike by the two others."""
+    _, events = history()
+    rows = [MAPPER.to_stored_event(event) for event in forge(events)]
+    by_verify = replayed_plan(SESSION_OF_REPLAY, rows, PlanEventDecoder(MAPPER)).problem
+    assert by_verify is not None and (by_verify.rule, by_verify.position) == (rule, position)
+    folded = [(MAPPER.to_domain_event(row), None) for row in rows]
+    corrupt = fold_events({}, folded).corrupt[SESSION_OF_REPLAY]
+    assert (corrupt.rule, corrupt.position) == (rule, position)
