@@ -52,7 +52,12 @@ class Plan(Aggregate):
         session_id: str
 
         def mutate(self, aggregate: Any) -> Any:
-            check_created(self.session_id, self.originator_version, aggregate is not None)
+            check_created(
+                self.session_id,
+                self.originator_version,
+                aggregate is not None,
+                getattr(self, "timestamp", None),  # (an edited row may have lost it)
+            )
             return super().mutate(aggregate)
 
     @dataclass(frozen=True)
@@ -65,6 +70,7 @@ class Plan(Aggregate):
                 self.originator_version,
                 aggregate is not None,
                 aggregate.version if aggregate is not None else None,
+                getattr(self, "timestamp", None),  # (an edited row may have lost it)
             )
             return super().mutate(aggregate)
 
@@ -207,15 +213,15 @@ def apply_to_state(
     `session_goals`: the goals the session had started before the event, which a commit's
     plan must name if it names one (None: not known, not checked, as by the aggregate).
     Raises CorruptHistory, also for an event that is not the plan's."""
-    position = event.originator_version
+    position, at = event.originator_version, getattr(event, "timestamp", None)
     if isinstance(event, Plan.PlanCreated):
-        return plan_created(session_id, position, plan), None
+        return plan_created(session_id, position, plan, at), None
     if isinstance(event, Plan.PlanProposed | Plan.PlanRejected):
-        plan = follows(plan, session_id, position)
+        plan = follows(plan, session_id, position, at)
         event.apply(plan)
         return plan, None
     if isinstance(event, Plan.PlanCommitted):
-        plan = follows(plan, session_id, position)
+        plan = follows(plan, session_id, position, at)
         before = record_commit(
             plan,
             position,

@@ -128,8 +128,21 @@ class PlanState:
 # bulk bench's store.)
 
 
-def check_created(session_id: str, position: int, exists: bool) -> None:
-    """A PlanCreated event: the plan's first event, and only once."""
+def check_stamp(session_id: str, position: int, at: object) -> None:
+    """An event's timestamp is a datetime (an edited row may hold another type, or none)."""
+    if type(at) is not datetime:
+        raise CorruptHistory(
+            session_id,
+            position,
+            "unreadable_event",
+            f"the event's timestamp is of type {type(at).__name__}, where the ledger writes a "
+            "date and time",
+        )
+
+
+def check_created(session_id: str, position: int, exists: bool, at: object) -> None:
+    """A PlanCreated event: the plan's first event, and only once (`at`: its timestamp)."""
+    check_stamp(session_id, position, at)
     if exists:
         raise CorruptHistory(session_id, position, "plan_recreated", "the plan was created twice")
     if position != 1:
@@ -141,9 +154,12 @@ def check_created(session_id: str, position: int, exists: bool) -> None:
         )
 
 
-def check_next(session_id: str, position: int, exists: bool, version: int | None) -> None:
+def check_next(
+    session_id: str, position: int, exists: bool, version: int | None, at: object
+) -> None:
     """An event at `position` (not a creation) comes next in the plan's stream (`version`: the
-    last position applied; None when not known)."""
+    last position applied; None when not known; `at`: its timestamp)."""
+    check_stamp(session_id, position, at)
     if not exists:
         raise CorruptHistory(
             session_id, position, "missing_event", "a plan event before the plan's creation"
@@ -157,14 +173,16 @@ def check_next(session_id: str, position: int, exists: bool, version: int | None
         )
 
 
-def plan_created(session_id: str, position: int, existing: PlanState | None) -> PlanState:
-    check_created(session_id, position, existing is not None)
+def plan_created(
+    session_id: str, position: int, existing: PlanState | None, at: object
+) -> PlanState:
+    check_created(session_id, position, existing is not None, at)
     return PlanState(session_id, version=position)
 
 
-def follows(state: PlanState | None, session_id: str, position: int) -> PlanState:
-    """The state an event at `position` applies to, checked to come next."""
-    check_next(session_id, position, state is not None, state.version if state else None)
+def follows(state: PlanState | None, session_id: str, position: int, at: object) -> PlanState:
+    """The state an event at `position` (timestamped `at`) applies to, checked to come next."""
+    check_next(session_id, position, state is not None, state.version if state else None, at)
     assert state is not None
     state.version = position
     return state
@@ -216,7 +234,6 @@ PROPOSAL_TYPES = field_types(
     expected_revision=(int, NoneType),
     fingerprint=TEXT,
     shape_violations=(tuple, list),
-    proposed_at=(datetime,),
     operation=(TaskOperation, NoneType),
     client=TEXT_OR_NONE,
     actor=TEXT_OR_NONE,
@@ -269,7 +286,6 @@ def record_proposal(
         expected_revision,
         fingerprint,
         shape_violations,
-        proposed_at,
         operation,
         client,
         actor,
