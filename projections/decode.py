@@ -189,6 +189,8 @@ AFTER_CANDIDATE_BEFORE = b',"expected_revision":'
 AFTER_CANDIDATES = (AFTER_CANDIDATE, AFTER_CANDIDATE_BEFORE)
 SNAPSHOT = b',"snapshot":'
 AFTER_SNAPSHOT = b',"timestamp":'
+# How the one transcoded value of a candidate's bytes ends, as the ledger writes it.
+SNAPSHOT_END = b'"_type_":"plan_snapshot"}'
 NULL = b"null"
 fromisoformat = datetime.fromisoformat  # the library's DatetimeAsISO decode
 
@@ -267,13 +269,19 @@ class PlanEventDecoder:
     def _proposed(self, data: bytes) -> dict[str, Any]:
         start = data.find(CANDIDATE) + len(CANDIDATE)
         found = region = None
-        if start >= len(CANDIDATE):
+        # (A second "candidate" key, which only an edit makes, is the one JSON keeps: the
+        # bytes are then validated as they are.)
+        if start >= len(CANDIDATE) and data.find(CANDIDATE, start) < 0:
             found = self._seen_at(data, start, AFTER_CANDIDATES)
             if found is None:
                 end = data.find(AFTER_CANDIDATE, start)
                 if end > 0 and (before := data.find(AFTER_CANDIDATE_BEFORE, start, end)) > 0:
                     end = before  # an event stored before the chain
                 region = data[start:end] if end > 0 else None
+                if region is not None and not (
+                    region.endswith(SNAPSHOT_END) and region.count(TYPE_KEY) == 1
+                ):
+                    region = None  # more than the candidate (keys moved by an edit)
         if found is not None:
             data = data[:start] + NULL + data[found[1] :]
         state: dict[str, Any] = self.proposed(data)
@@ -294,7 +302,7 @@ class PlanEventDecoder:
     def _committed(self, data: bytes) -> dict[str, Any] | None:
         cut = data.find(SNAPSHOT)
         found = None
-        if cut > 0 and data.endswith(b"}"):
+        if cut > 0 and data.endswith(b"}") and data.find(SNAPSHOT, cut + 1) < 0:
             found = self._seen_at(data, cut + len(SNAPSHOT), (AFTER_SNAPSHOT,), to_end=True)
             if found is not None:
                 data = data[:cut] + data[found[1] :]

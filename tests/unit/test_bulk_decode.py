@@ -4,6 +4,7 @@ the ledger's own rows, and the same value or the same error for every odd docume
 from __future__ import annotations
 
 import dataclasses
+import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -232,3 +233,47 @@ def test_an_odd_plan_event_decodes_as_the_library_decodes_it(old: bytes, new: by
         decoder = PlanEventDecoder(mapper)
         decoder.to_domain_event(plan_rows(mapper)[1])  # a candidate seen just before
         assert outcome(decoder.to_domain_event, odd) == outcome(mapper.to_domain_event, odd)
+
+
+def reordered(state: bytes, first: str, then: str) -> bytes:
+    """The stored JSON with key `then` moved to follow key `first` (values untouched)."""
+    data = json.loads(state)
+    keys = [key for key in data if key != then]
+    keys.insert(keys.index(first) + 1, then)
+    return json.dumps({key: data[key] for key in keys}, separators=(",", ":")).encode()
+
+
+def task_rows(mapper: Mapper[Any]) -> list[StoredEvent]:
+    plan = Plan.create(plan_aggregate_id("t"), "t")
+    plan.propose("p0", parse_proposal({"op": "create", "title": "Write the test"}), "f0", "test")
+    plan.decide(set())
+    return [mapper.to_stored_event(event) for event in plan.collect_events()]
+
+
+def test_a_recent_candidate_never_stands_for_bytes_an_edit_moved_or_repeated() -> None:
+    """Keys moved or repeated (as only an edit writes them) are decoded as the library decodes
+    them, whichever rows were decoded before: the candidate a decoder remembers is the
+    candidate's bytes alone."""
+    mapper = ledger_mapper()
+    rows = task_rows(mapper)
+    proposal, commit = rows[1], rows[2]
+    moved = dataclasses.replace(proposal, state=reordered(proposal.state, "candidate", "operation"))
+    candidate = json.dumps(json.loads(proposal.state)["candidate"], separators=(",", ":"))
+    other = plan_rows(mapper)[1]  # a candidate of another plan, decoded just before
+    seen = json.dumps(json.loads(other.state)["candidate"], separators=(",", ":"))
+    repeated = dataclasses.replace(
+        proposal,
+        state=proposal.state.replace(
+            f'"candidate":{candidate}'.encode(),
+            f'"candidate":{seen},"candidate":{candidate}'.encode(),
+        ),
+    )
+    twice = dataclasses.replace(
+        commit, state=commit.state[:-1] + b',"snapshot":' + seen.encode() + b"}"
+    )
+    assert b'"candidate":' + seen.encode() in repeated.state
+    for odd in (moved, repeated, twice):
+        decoder = PlanEventDecoder(mapper)
+        for row in (other, proposal, moved, moved, repeated, twice):  # (each one seen before)
+            outcome(decoder.to_domain_event, row)
+            assert outcome(decoder.to_domain_event, odd) == outcome(mapper.to_domain_event, odd)
