@@ -286,15 +286,14 @@ class ProjectionRunner:
             }
         )
         loaded = self.store.load_views(touched)
-        views: dict[str, PlanView | None] = {
-            sid: loaded[sid].view if sid in loaded else None for sid in touched
-        }
         corrupt = [sid for sid, view in loaded.items() if view.corrupt]
         reached = batch[-1].id
         if loaded:  # events whose writers stored their views with them: already applied
             batch = [row for row in batch if not applied(row, loaded)]
+        # Every session goes on from the facts of its events, never from its view alone (one
+        # whose events before the batch are gone goes on from none: its next event is refused).
         broke, earlier = self._resume(position, batch, loaded, known)
-        changes, stored = self._fold(batch, views, [*corrupt, *broke], known.plans, known.goals)
+        changes, stored = self._fold(batch, [*corrupt, *broke], known.plans, known.goals)
         for session_id, error in broke.items():
             changes.corrupt.setdefault(session_id, error)
         stored.update(earlier)  # (where those broke)
@@ -352,21 +351,20 @@ class ProjectionRunner:
             ):
                 earlier.append(row)
         earlier.sort(key=operator.itemgetter(0))  # store order (a row's first field: its id)
-        changes, stored = self._fold(earlier, {}, [], known.plans, known.goals)
+        changes, stored = self._fold(earlier, [], known.plans, known.goals)
         return changes.corrupt, stored
 
     def _fold(
         self,
         batch: Sequence[Row],
-        views: Mapping[str, PlanView | None],
         corrupt: Sequence[str],
-        plans: dict[str, PlanState] | None = None,
-        goals: dict[str, set[str]] | None = None,
+        plans: dict[str, PlanState],
+        goals: dict[str, set[str]],
     ) -> tuple[ViewChanges, Stored]:
-        """The batch (EventRows, or tuples of their fields) decoded and folded onto `views`
-        (the touched sessions' views before it; `corrupt`: those already broken; `plans` and
-        `goals`: the rules' facts and the goals started, kept since the last batch), and the
-        store position and state of each event."""
+        """The batch (EventRows, or tuples of their fields) decoded and folded onto `plans`
+        and `goals` (the rules' facts and the goals started of the sessions folded before it,
+        changed in place; `corrupt`: those already broken), and the store position and state
+        of each event."""
         events: list[tuple[Event, int]] = []
         unreadable: dict[str, CorruptHistory] = {}
         stored: Stored = {(o, v): (i, d) for i, o, v, _, d, _, _ in batch}
@@ -398,7 +396,7 @@ class ProjectionRunner:
             events.append((event, i))
         # A session's events before its unreadable one are folded (its view is the last good
         # one, whatever the batches), unless a rule broke earlier still.
-        changes = fold_events(views, events, corrupt=corrupt, states=plans, goals=goals)
+        changes = fold_events({}, events, corrupt=corrupt, states=plans, goals=goals)
         for session_id, unread in unreadable.items():
             changes.corrupt.setdefault(session_id, unread)
         return changes, stored
@@ -511,7 +509,7 @@ class ProjectionRunner:
                 touched.add(o[5:])
             batch.append((i, o, v, t, d if type(d) is bytes else bytes(d), c, p))
         broken = sorted(touched & state.broken)
-        changes, stored = self._fold(batch, {}, broken, state.plans, state.goals)
+        changes, stored = self._fold(batch, broken, state.plans, state.goals)
         state.broken.update(changes.corrupt)
         corrupt = [
             (sid, error.position, error.rule, error.detail)
