@@ -16,7 +16,10 @@ from eventsourcing.domain import (
     CanMutateAggregate,
     CanSnapshotAggregate,
     MetaDomainEvent,
+    OriginatorVersionError,
 )
+
+from domain.errors import CorruptHistory, error_line
 
 
 @dataclass(frozen=True)
@@ -46,3 +49,21 @@ class Aggregate(BaseAggregate[str]):
     Event = Event
     Created = Created
     Snapshot = Snapshot
+
+
+def replay_event(session_id: str, aggregate: Any, event: Any) -> Any:
+    """`event` applied to `aggregate` (None: before its stream's first event) as a replay
+    applies it, every failure as the session's CorruptHistory at the event: a rule broken, a
+    gap in the stream (missing_event), or an event the aggregate cannot take (unreadable)."""
+    try:
+        return event.mutate(aggregate)
+    except CorruptHistory:
+        raise
+    except OriginatorVersionError as error:
+        raise CorruptHistory(
+            session_id, event.originator_version, "missing_event", str(error)
+        ) from None
+    except Exception as error:  # an edited row decoded to what the aggregate cannot take
+        raise CorruptHistory(
+            session_id, event.originator_version, "unreadable_event", error_line(error)
+        ) from None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from domain.base import Aggregate, Created, Event
 from domain.errors import (
@@ -19,6 +20,7 @@ from domain.errors import (
 )
 from domain.ids import validate_id
 from domain.models import Frozen
+from domain.plan_state import TEXT, TEXT_OR_NONE, FieldTypes, check_stamp, field_types
 
 MAX_SOURCE_CHARS = 64
 MAX_CWD_CHARS = 4096
@@ -117,15 +119,27 @@ class Session(Aggregate):
         parent_session_id: str | None = None
         cwd: str | None = None
 
+        def mutate(self, aggregate: Any) -> Any:
+            check_session_event(self)
+            return super().mutate(aggregate)
+
     @dataclass(frozen=True)
-    class CollaborationModeChanged(Event):
+    class SessionEvent(Event):
+        """A session event after its opening, its fields checked before it applies."""
+
+        def mutate(self, aggregate: Any) -> Any:
+            check_session_event(self)
+            return super().mutate(aggregate)
+
+    @dataclass(frozen=True)
+    class CollaborationModeChanged(SessionEvent):
         mode: str
 
         def apply(self, aggregate: Session) -> None:
             aggregate.mode = Mode(self.mode)
 
     @dataclass(frozen=True)
-    class GoalStarted(Event):
+    class GoalStarted(SessionEvent):
         goal_id: str
         objective: str
 
@@ -142,7 +156,7 @@ class Session(Aggregate):
             )
 
     @dataclass(frozen=True)
-    class GoalTransitioned(Event):
+    class GoalTransitioned(SessionEvent):
         """Base of the goal lifecycle events; `edge` names the transition."""
 
         goal_id: str
@@ -228,3 +242,33 @@ EDGE_EVENTS: dict[str, type[Session.GoalTransitioned]] = {
     "complete": Session.GoalCompleted,
     "cancel": Session.GoalCancelled,
 }
+
+
+# The types the ledger writes each field of a session event with (the timestamp aside).
+SESSION_EVENT_TYPES: dict[type[Event], FieldTypes] = {
+    Session.SessionOpened: field_types(
+        "opening",
+        session_id=TEXT,
+        mode=TEXT,
+        source=TEXT_OR_NONE,
+        parent_session_id=TEXT_OR_NONE,
+        cwd=TEXT_OR_NONE,
+    ),
+    Session.CollaborationModeChanged: field_types("mode change", mode=TEXT),
+    Session.GoalStarted: field_types("goal start", goal_id=TEXT, objective=TEXT),
+}
+GOAL_CHANGE_TYPES = field_types("goal change", goal_id=TEXT)
+
+
+def check_session_event(event: Event) -> None:
+    """Raise CorruptHistory (unreadable_event) unless the event's timestamp and fields are of
+    the types the ledger writes them with (an edited row may hold others, or lack one)."""
+    session_id = str(event.originator_id).removeprefix("session:")
+    position = event.originator_version
+    check_stamp(session_id, position, getattr(event, "timestamp", None))
+    types = SESSION_EVENT_TYPES.get(type(event))
+    if types is None and isinstance(event, Session.GoalTransitioned):
+        types = GOAL_CHANGE_TYPES
+    if types is not None:
+        values = [getattr(event, name, None) for name in types.names]
+        types.check(session_id, position, *values)

@@ -12,15 +12,15 @@ from collections.abc import Collection, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from domain import rules
-from domain.base import Event
+from domain.base import Event, replay_event
 from domain.errors import CorruptHistory, error_line
 from domain.models import Form, PlanSnapshot, Policy, TaskOperation, Violation, built
 from domain.plan import Plan, apply_to_state
 from domain.plan_state import PendingProposal, PlanState
-from domain.session import Session
+from domain.session import Session, check_session_event
 from domain.text import clean_text
 from projections.shapes import (
     HistoryEntry,
@@ -31,9 +31,28 @@ from projections.shapes import (
 )
 
 SESSION_EVENTS = (Session.SessionOpened, Session.CollaborationModeChanged)
-# The session events the fold reads: those of its rows, and the goals a plan may name.
-FOLDED_SESSION_EVENTS = (*SESSION_EVENTS, Session.GoalStarted)
 NO_GOALS: frozenset[str] = frozenset()
+
+
+@dataclass
+class SessionFacts:
+    """What a fold knows of sessions' own streams: each one's aggregate as its events made it,
+    replayed by the aggregate's own rules (for the sessions whose stream it folded from the
+    opening, or that were put here), and the sessions whose stream broke one."""
+
+    aggregates: dict[str, Any] = field(default_factory=dict)
+    broken: set[str] = field(default_factory=set)
+    # (for one fold: the version at which a session's stream breaks in the events folded,
+    # found before them, its events from there not to be applied)
+    stops: dict[str, int] = field(default_factory=dict)
+
+    def goals(self, session_id: str) -> Collection[str]:
+        """The goals the session has started so far (none known: none)."""
+        session = self.aggregates.get(session_id)
+        return session.goals.keys() if isinstance(session, Session) else NO_GOALS
+
+    def forget(self, session_id: str) -> None:
+        self.aggregates.pop(session_id, None)
 
 
 class Shown(NamedTuple):
@@ -94,7 +113,7 @@ def fold_events(
     *,
     judged: bool = False,
     states: dict[str, PlanState] | None = None,
-    goals: dict[str, set[str]] | None = None,
+    sessions: SessionFacts | None = None,
 ) -> ViewChanges:
     """Apply (event, notification id) pairs in order to the views they touch.
 
@@ -106,10 +125,11 @@ def fold_events(
     the rules' facts of each session between calls (a reader folding its sessions' events
     batch after batch); a session without one starts from its view, which does not hold
     every fact of the rules (see plan_state_of): only a writer's judged events start so (the
-    runner resumes a session from its first event, ProjectionRunner._resume). `goals`
-    keeps the goals each session has started, for the sessions whose opening it folded (in
-    store order) or the caller put there: a commit's plan must name one of them, if any
-    (None: the goals are not known, and not checked, as in an aggregate's replay).
+    runner resumes a session from its first event, ProjectionRunner._resume). `sessions`
+    keeps each session's own aggregate, its stream's events applied by its rules in store
+    order (a break is the session's problem, ahead of any of its plan's, as verify judges),
+    and so the goals it has started: a commit's plan must name one of them, if any (None:
+    sessions are not judged, and goals not checked, as in an aggregate's replay).
     """
     plans = states if states is not None else {}
     changes = ViewChanges()
@@ -118,10 +138,29 @@ def fold_events(
     for event, notification_id in events:
         originator = str(event.originator_id)
         if originator.startswith("session:"):
-            if goals is not None:
-                fold_goal(goals, originator.removeprefix("session:"), event)
-            if isinstance(event, SESSION_EVENTS):
-                fold_session_event(changes, originator.removeprefix("session:"), event)
+            session_id = originator.removeprefix("session:")
+            applied = sessions is not None and session_id not in sessions.broken
+            if applied and sessions is not None:
+                stop = sessions.stops.get(session_id)
+                applied = stop is None or event.originator_version < stop
+            if applied and sessions is not None:
+                try:
+                    sessions.aggregates[session_id] = replay_event(
+                        session_id, sessions.aggregates.get(session_id), event
+                    )
+                except CorruptHistory as error:
+                    sessions.broken.add(session_id)
+                    sessions.forget(session_id)
+                    broken.add(session_id)
+                    plans.pop(session_id, None)
+                    changes.corrupt[session_id] = error  # (over a break of its plan's)
+                    applied = False
+            # A broken stream's later events still name the session in the list (its row,
+            # which shows it corrupt), where their fields are of the ledger's types.
+            if isinstance(event, SESSION_EVENTS) and (
+                applied or sessions is None or well_typed_session_event(event)
+            ):
+                fold_session_event(changes, session_id, event)
             continue
         session_id = originator.removeprefix("plan:")
         if session_id in broken:
@@ -131,7 +170,7 @@ def fold_events(
             view = views.get(session_id)
             if view is not None:
                 plan = plan_state_of(view)
-        known = None if goals is None else goals.get(session_id, NO_GOALS)
+        known = None if sessions is None else sessions.goals(session_id)
         try:
             plan, entry = apply_plan_event(plan, session_id, event, judged, known)
         except Exception as error:
@@ -158,15 +197,12 @@ def fold_events(
     return changes
 
 
-def fold_goal(goals: dict[str, set[str]], session_id: str, event: Event) -> None:
-    """A session's opening (no goal yet) or a goal's start. A session `goals` holds is one
-    whose every start is known: a start of another is left to whoever reads its stream."""
-    if isinstance(event, Session.SessionOpened):
-        goals[session_id] = set()
-    elif isinstance(event, Session.GoalStarted) and session_id in goals:
-        goal_id = event.goal_id
-        if type(goal_id) is str:  # (an edited row may hold another type)
-            goals[session_id].add(goal_id)
+def well_typed_session_event(event: Event) -> bool:
+    try:
+        check_session_event(event)
+    except CorruptHistory:
+        return False
+    return True
 
 
 def as_corrupt(error: Exception, session_id: str, event: Event) -> CorruptHistory:

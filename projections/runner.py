@@ -23,14 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from eventsourcing.persistence import Mapper
-from eventsourcing.utils import get_topic
 
 from domain.base import Event
 from domain.chain import CHAIN_BROKEN, GENESIS, links, why_broken
 from domain.errors import CorruptHistory, error_line
 from domain.plan_state import PlanState
 from projections.decode import PlanEventDecoder
-from projections.fold import FOLDED_SESSION_EVENTS, ViewChanges, fold_events
+from projections.fold import SessionFacts, ViewChanges, fold_events
 from projections.forked import ForkedWorkers, WorkerFailed, can_fork, cores
 from projections.gc_pause import paused_gc
 from projections.shapes import PlanView
@@ -51,14 +50,6 @@ FORKED_BATCH = 5_000
 PARALLEL_MIN_EVENTS = FORKED_BATCH
 MAX_WORKERS = 4
 MAX_WORKER_SESSIONS = 50_000
-# The only events of a session's stream the views fold (see projections.fold.fold_events).
-SESSION_TOPICS = frozenset(get_topic(event) for event in FOLDED_SESSION_EVENTS)
-
-
-def folded(originator_id: str, topic: str) -> bool:
-    """Whether the views take anything from this event (a goal event: nothing, so it is
-    not decoded; its chain is checked all the same)."""
-    return not originator_id.startswith("session:") or topic in SESSION_TOPICS
 
 
 class StaleBatch(Exception):
@@ -180,31 +171,31 @@ class FoldState:
     reader: ShareReader | None = None
     chains: dict[str, str | None] = field(default_factory=dict)
     plans: dict[str, PlanState] = field(default_factory=dict)
-    goals: dict[str, set[str]] = field(default_factory=dict)
+    sessions: SessionFacts = field(default_factory=SessionFacts)
     broken: set[str] = field(default_factory=set)
 
 
 @dataclass
 class Known:
     """What a catch-up knows of each session, having folded every event after the store
-    position `since`: the rules' facts of its plan, and every goal it started (for the
-    sessions in `goals`). A session it does not know is resumed from its events
+    position `since`: the rules' facts of its plan, and its own aggregate (for the sessions
+    in `sessions`). A session it does not know is resumed from its events
     (ProjectionRunner._resume)."""
 
     since: int
     plans: dict[str, PlanState] = field(default_factory=dict)
-    goals: dict[str, set[str]] = field(default_factory=dict)
+    sessions: SessionFacts = field(default_factory=SessionFacts)
 
     def forget(self, since: int) -> None:
         """Start again from `since` (the views were moved on by another runner)."""
         self.since = since
         self.plans.clear()
-        self.goals.clear()
+        self.sessions = SessionFacts()
 
     def bound(self, position: int) -> None:
         """Keep the facts of MAX_WORKER_SESSIONS sessions at most (the oldest go, resumed
         again if need be: what was folded before `position` is then no longer all known)."""
-        for kept in (self.plans, self.goals):
+        for kept in (self.plans, self.sessions.aggregates):
             if len(kept) > MAX_WORKER_SESSIONS:
                 self.since = position
             while len(kept) > MAX_WORKER_SESSIONS:
@@ -293,7 +284,7 @@ class ProjectionRunner:
         # Every session goes on from the facts of its events, never from its view alone (one
         # whose events before the batch are gone goes on from none: its next event is refused).
         broke, earlier = self._resume(position, batch, loaded, known)
-        changes, stored = self._fold(batch, [*corrupt, *broke], known.plans, known.goals)
+        changes, stored = self._fold(batch, [*corrupt, *broke], known.plans, known.sessions)
         for session_id, error in broke.items():
             changes.corrupt.setdefault(session_id, error)
         stored.update(earlier)  # (where those broke)
@@ -309,8 +300,8 @@ class ProjectionRunner:
         known: Known,
     ) -> tuple[dict[str, CorruptHistory], Stored]:
         """Into `known`, the facts of each session this batch goes on with that the catch-up
-        does not hold: the goals its session started before the batch (from `known.since`
-        on, it folded them itself) and, where it goes on from a view stored before (by a
+        does not hold: its own stream's events before the batch (from `known.since` on, it
+        folded them itself) and, where its plan goes on from a view stored before (by a
         writer, or an earlier catch-up), its plan's events up to the view's, all replayed in
         store order as a rebuild folds them. (A view keeps the plan, not every fact of its
         rules: which proposal ids were used, and the stream's position, so a fold from a view
@@ -319,39 +310,45 @@ class ProjectionRunner:
         there, and the store position and state of each event read. (A stream that now ends
         before its view leaves the facts behind it: the batch's next event is then refused as
         missing_event.)"""
+        sessions = known.sessions
         plans: dict[str, int] = {}  # session: the version of its view
-        goals: set[str] = set()  # sessions whose goals are read
+        opened: set[str] = set()  # sessions whose own stream is read
+        next_event: dict[str, int] = {}  # session: the version of its stream's first event here
         for row in batch:
-            if not row.originator_id.startswith("plan:"):
+            kind, _, session_id = row.originator_id.partition(":")
+            if session_id in sessions.broken or kind not in ("plan", "session"):
                 continue
-            session_id = row.originator_id[5:]
-            if known.since and session_id not in known.goals:
-                goals.add(session_id)
+            if kind == "session":
+                next_event.setdefault(session_id, row.originator_version)
+            if known.since and session_id not in sessions.aggregates:
+                opened.add(session_id)
             view = loaded.get(session_id)
-            if view is None or view.corrupt or session_id in plans:
+            if kind != "plan" or view is None or view.corrupt or session_id in plans:
                 continue
             kept = known.plans.get(session_id)
             if kept is None or kept.version != view.version:
                 plans[session_id] = view.version
-                goals.add(session_id)  # (each commit judged by the goals started before it)
-        if not goals:
+                opened.add(session_id)  # (each commit judged by the goals started before it)
+        if not opened:
             return {}, {}
         for session_id in plans:
             known.plans.pop(session_id, None)
-        for session_id in goals:
-            known.goals.pop(session_id, None)
-        streams = [f"plan:{s}" for s in plans] + [f"session:{s}" for s in goals]
+        for session_id in opened:
+            sessions.forget(session_id)
+        streams = [f"plan:{s}" for s in plans] + [f"session:{s}" for s in opened]
         earlier = []
         for row in event_rows(self.store.read_stream_rows(streams)):
             kind, _, session_id = row.originator_id.partition(":")
-            if (
-                row.id <= position
-                if kind == "session"
-                else row.originator_version <= plans[session_id]
-            ):
+            if kind == "plan":
+                before = row.originator_version <= plans[session_id]
+            elif session_id in next_event:  # its events before the one the batch goes on with
+                before = row.originator_version < next_event[session_id]
+            else:
+                before = row.id <= position
+            if before:
                 earlier.append(row)
         earlier.sort(key=operator.itemgetter(0))  # store order (a row's first field: its id)
-        changes, stored = self._fold(earlier, [], known.plans, known.goals)
+        changes, stored = self._fold(earlier, [], known.plans, sessions)
         return changes.corrupt, stored
 
     def _fold(
@@ -359,46 +356,61 @@ class ProjectionRunner:
         batch: Sequence[Row],
         corrupt: Sequence[str],
         plans: dict[str, PlanState],
-        goals: dict[str, set[str]],
+        sessions: SessionFacts,
     ) -> tuple[ViewChanges, Stored]:
         """The batch (EventRows, or tuples of their fields) decoded and folded onto `plans`
-        and `goals` (the rules' facts and the goals started of the sessions folded before it,
-        changed in place; `corrupt`: those already broken), and the store position and state
-        of each event."""
+        and `sessions` (the facts of the sessions folded before it, changed in place;
+        `corrupt`: the sessions whose plan broke before it), and the store position and state
+        of each event. A stream that breaks (a chain, a row that no longer decodes) is read no
+        further: a session's own stream ahead of its plan's, as verify judges them."""
         events: list[tuple[Event, int]] = []
-        unreadable: dict[str, CorruptHistory] = {}
+        plan_broken, session_broken = set(corrupt), sessions.broken
+        unreadable: dict[str, CorruptHistory] = {}  # plans' streams
+        unreadable_sessions: dict[str, CorruptHistory] = {}  # sessions' own streams
         stored: Stored = {(o, v): (i, d) for i, o, v, _, d, _, _ in batch}
         # Every chain checked first, in one pass (domain.chain.first_break says why).
         linked = [links(p or GENESIS, t, o, v, d, c) for _, o, v, t, d, c, p in batch]
         decode = self.mapper.decode
         for (i, o, v, t, d, c, _), holds in zip(batch, linked, strict=True):
+            kind, _, session_id = o.partition(":")
+            if kind == "plan":
+                if session_id in plan_broken or session_id in unreadable:
+                    continue
+                if session_id in session_broken or session_id in unreadable_sessions:
+                    continue
+                broke = unreadable
+            elif kind == "session":
+                # (read on past a break: a later opening or mode change still lists it)
+                broke = {} if session_id in session_broken else unreadable_sessions
+            else:
+                continue  # a stream of no session (none the ledger writes): verify reads none
             if not holds:  # a row the ledger did not write as it is: corrupt from here on
-                session_id = o.partition(":")[2]
-                unreadable.setdefault(
-                    session_id,
-                    CorruptHistory(session_id, v, CHAIN_BROKEN, f"{o}: {why_broken(c)}"),
+                broke.setdefault(
+                    session_id, CorruptHistory(session_id, v, CHAIN_BROKEN, f"{o}: {why_broken(c)}")
                 )
                 continue
-            if not folded(o, t):
-                continue  # (checked above: a goal event's chain is a session's too)
             try:
                 event = decode(o, v, t, d)
+                assert isinstance(event, Event)
             except Exception as error:  # an edited row that no longer decodes
-                session_id = o.partition(":")[2]
-                if o.startswith("plan:") and session_id not in unreadable:
-                    unreadable[session_id] = CorruptHistory(
-                        session_id, v, "unreadable_event", error_line(error)
-                    )
-                continue
-            assert isinstance(event, Event)
-            if o.removeprefix("plan:") in unreadable:
+                broke.setdefault(
+                    session_id, CorruptHistory(session_id, v, "unreadable_event", error_line(error))
+                )
                 continue
             events.append((event, i))
         # A session's events before its unreadable one are folded (its view is the last good
         # one, whatever the batches), unless a rule broke earlier still.
-        changes = fold_events({}, events, corrupt=corrupt, states=plans, goals=goals)
+        sessions.stops = {sid: unread.position for sid, unread in unreadable_sessions.items()}
+        changes = fold_events({}, events, corrupt=plan_broken, states=plans, sessions=sessions)
+        sessions.stops = {}
         for session_id, unread in unreadable.items():
             changes.corrupt.setdefault(session_id, unread)
+        for session_id, unread in unreadable_sessions.items():
+            if session_id not in session_broken:  # (else its stream broke earlier still)
+                session_broken.add(session_id)
+                sessions.forget(session_id)
+                plans.pop(session_id, None)
+                changes.corrupt[session_id] = unread
         return changes, stored
 
     # -- a rebuild spread over worker processes ----------------------------------------------
@@ -509,7 +521,7 @@ class ProjectionRunner:
                 touched.add(o[5:])
             batch.append((i, o, v, t, d if type(d) is bytes else bytes(d), c, p))
         broken = sorted(touched & state.broken)
-        changes, stored = self._fold(batch, broken, state.plans, state.goals)
+        changes, stored = self._fold(batch, broken, state.plans, state.sessions)
         state.broken.update(changes.corrupt)
         corrupt = [
             (sid, error.position, error.rule, error.detail)

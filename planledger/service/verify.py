@@ -18,11 +18,10 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from eventsourcing.domain import OriginatorVersionError
 from eventsourcing.persistence import Mapper, StoredEvent
 from eventsourcing.utils import get_topic
 
-from domain.base import Event
+from domain.base import Event, replay_event
 from domain.chain import CHAIN_BROKEN, ChainedRow, first_break, why_broken
 from domain.errors import CorruptHistory, error_line
 from domain.plan import Plan, apply_to_state
@@ -99,17 +98,15 @@ def replay(
     rows, broken = _chained(session_id, stored_events, chained)
     aggregate: Any = None
     for stored in rows:
-        position = stored.originator_version
         try:
             event = mapper.to_domain_event(stored)  # type: ignore[arg-type]  # (read alike)
             assert isinstance(event, Event)
-            aggregate = event.mutate(aggregate)
-        except CorruptHistory as error:
-            return aggregate, corrupt_at(session_id, error)
-        except OriginatorVersionError as error:
-            return aggregate, problem(session_id, position, "missing_event", str(error))
         except Exception as error:  # an edited row that no longer decodes
             return aggregate, unreadable(session_id, stored, error)
+        try:
+            aggregate = replay_event(session_id, aggregate, event)
+        except CorruptHistory as error:
+            return aggregate, corrupt_at(session_id, error)
     return aggregate, broken
 
 
