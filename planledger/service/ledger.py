@@ -505,7 +505,11 @@ class Ledger(Application[str]):
         start = 1
         while True:
             page = self.recorder.select_notifications(start, 500, topics=[topic])
-            ids.update((str(n.originator_id).removeprefix("session:"), None) for n in page)
+            ids.update(
+                (originator[8:], None)
+                for originator in map(str, (n.originator_id for n in page))
+                if originator.startswith("session:")  # (an opening copied elsewhere: none)
+            )
             if len(page) < 500:
                 return list(ids)
             start = page[-1].id + 1
