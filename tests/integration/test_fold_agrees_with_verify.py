@@ -170,3 +170,45 @@ def test_a_new_runner_knows_the_goals_started_before_its_batches(
     assert found == expected
     shown = goals_forged.views.plan_view("named")
     assert shown is not None and shown[1] is None and shown[0].revision == 3
+
+
+@pytest.mark.parametrize(
+    ("edit", "rule"),
+    [
+        pytest.param((3, {"goal_id": "nope"}), "illegal_goal_transition", id="goal-transition"),
+        pytest.param((2, {"goal_id": ["g"]}), "unreadable_event", id="goal-id-typed"),
+        # (an opening with no date cannot make its session's row: the list leaves it out)
+        pytest.param((1, {"timestamp": "yesterday"}), "unreadable_event", id="opening-stamp"),
+        pytest.param((1, {"mode": "sideways"}), "unreadable_event", id="opening-mode"),
+    ],
+)
+def test_a_session_s_own_stream_is_judged_by_the_fold_as_by_verify(
+    database_url: str, edit: tuple[int, dict[str, Any]], rule: str
+) -> None:
+    """Its events applied by the Session aggregate's rules, wherever the batches start; a
+    break there is the session's problem before any of its plan's (here: a plan commit forged
+    after it), and the session is still listed where its opening can say when."""
+    service = open_planledger(database_url, home=None)
+    for session_id in ("s1", "s2"):
+        service.open_session(session_id)
+        service.start_goal(session_id, "g", "Ship it")
+        service.submit(session_id, plan("a") | {"goal_id": "g"})
+        service.move_goal(session_id, "g", "complete")
+    version, changes = edit
+
+    def change(data: dict[str, Any]) -> None:
+        data.update(changes)
+
+    edit_event(database_url, "session:s1", version, change)
+    edit_event(database_url, "plan:s1", 3, lambda data: data.update(revision=7))
+    expected = verdicts_of_verify(service)
+    assert set(expected) == {"s1"} and expected["s1"][0] == rule
+    for size in (1, 3, 1000):
+        runner = runner_for(service, batch_size=size)
+        runner.rebuild()
+        found = {sid: (e.rule, e.position) for sid, e in runner.corrupt.items()}
+        runner.close()
+        assert found == expected, size
+        listed = [item.session_id for item in service.sessions().sessions]
+        assert sorted(listed) == (["s2"] if "timestamp" in changes else ["s1", "s2"])
+    service.close()
