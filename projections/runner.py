@@ -329,7 +329,8 @@ class ProjectionRunner:
             if kept is None or kept.version != view.version:
                 plans[session_id] = view.version
                 opened.add(session_id)  # (each commit judged by the goals started before it)
-        if not opened:
+        opened -= {s for s, first in next_event.items() if first == 1 and s not in plans}
+        if not opened:  # (a session opened in the batch has no events before it)
             return {}, {}
         for session_id in plans:
             known.plans.pop(session_id, None)
