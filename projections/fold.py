@@ -139,22 +139,21 @@ def fold_events(
         originator = str(event.originator_id)
         if originator.startswith("session:"):
             session_id = originator.removeprefix("session:")
-            applied = sessions is not None and session_id not in sessions.broken
-            if applied and sessions is not None:
+            applied = False
+            if sessions is not None and session_id not in sessions.broken:
                 stop = sessions.stops.get(session_id)
-                applied = stop is None or event.originator_version < stop
-            if applied and sessions is not None:
-                try:
-                    sessions.aggregates[session_id] = replay_event(
-                        session_id, sessions.aggregates.get(session_id), event
-                    )
-                except CorruptHistory as error:
-                    sessions.broken.add(session_id)
-                    sessions.forget(session_id)
-                    broken.add(session_id)
-                    plans.pop(session_id, None)
-                    changes.corrupt[session_id] = error  # (over a break of its plan's)
-                    applied = False
+                if stop is None or event.originator_version < stop:
+                    try:
+                        sessions.aggregates[session_id] = replay_event(
+                            session_id, sessions.aggregates.get(session_id), event
+                        )
+                        applied = True
+                    except CorruptHistory as error:
+                        sessions.broken.add(session_id)
+                        sessions.forget(session_id)
+                        broken.add(session_id)
+                        plans.pop(session_id, None)
+                        changes.corrupt[session_id] = error  # (over a break of its plan's)
             # A broken stream's later events still name the session in the list (its row,
             # which shows it corrupt), where their fields are of the ledger's types.
             if isinstance(event, SESSION_EVENTS) and (
@@ -198,6 +197,7 @@ def fold_events(
 
 
 def well_typed_session_event(event: Event) -> bool:
+    """Whether a session event's timestamp and fields are of the ledger's types."""
     try:
         check_session_event(event)
     except CorruptHistory:
