@@ -49,6 +49,39 @@ def verdicts_of_verify(service: PlanLedger) -> dict[str, tuple[str, int]]:
     return {p.session_id: (p.rule, p.position) for p in report.problems}
 
 
+def verdicts_of_rebuild(service: PlanLedger, size: int) -> dict[str, tuple[str, int]]:
+    """What a rebuild in batches of `size` events finds corrupt."""
+    runner = runner_for(service, batch_size=size)
+    runner.rebuild()
+    found = {sid: (e.rule, e.position) for sid, e in runner.corrupt.items()}
+    runner.close()
+    return found
+
+
+def verdicts_of_a_stopped_rebuild(
+    service: PlanLedger, first: int, then: int
+) -> dict[str, tuple[str, int]]:
+    """What a rebuild stopped after its first batch of `first` events, then caught up by a new
+    runner in batches of `then`, finds corrupt."""
+
+    class Stop(Exception):
+        pass
+
+    def stop(events: int, position: int) -> None:
+        raise Stop
+
+    runner = runner_for(service, batch_size=first)
+    with pytest.raises(Stop):
+        runner.rebuild(stop)
+    found = {sid: (e.rule, e.position) for sid, e in runner.corrupt.items()}
+    runner.close()
+    restarted = runner_for(service, batch_size=then)
+    restarted.catch_up()
+    found |= {sid: (e.rule, e.position) for sid, e in restarted.corrupt.items()}
+    restarted.close()
+    return found
+
+
 def test_the_verdicts_are_verify_s_whatever_the_batches(forged: PlanLedger) -> None:
     expected = verdicts_of_verify(forged)
     assert expected == {
@@ -57,11 +90,7 @@ def test_the_verdicts_are_verify_s_whatever_the_batches(forged: PlanLedger) -> N
         "typed": ("unreadable_event", 8),
     }
     for size in (1, 3, 7, 1000):
-        runner = runner_for(forged, batch_size=size)
-        runner.rebuild()
-        found = {sid: (e.rule, e.position) for sid, e in runner.corrupt.items()}
-        runner.close()
-        assert found == expected, size
+        assert verdicts_of_rebuild(forged, size) == expected, size
 
 
 @pytest.mark.parametrize("first", [5, 9, 17, 25])
@@ -71,23 +100,7 @@ def test_a_new_runner_taking_up_stored_views_judges_as_verify(
     """A rebuild stopped after its first batch, then caught up by another runner: the sessions
     it goes on with start from views stored by the first."""
     expected = verdicts_of_verify(forged)
-
-    class Stop(Exception):
-        pass
-
-    def stop(events: int, position: int) -> None:
-        raise Stop
-
-    runner = runner_for(forged, batch_size=first)
-    with pytest.raises(Stop):
-        runner.rebuild(stop)
-    found = {sid: (e.rule, e.position) for sid, e in runner.corrupt.items()}
-    runner.close()
-    restarted = runner_for(forged, batch_size=4)
-    restarted.catch_up()
-    found |= {sid: (e.rule, e.position) for sid, e in restarted.corrupt.items()}
-    restarted.close()
-    assert found == expected
+    assert verdicts_of_a_stopped_rebuild(forged, first, 4) == expected
     shown = forged.views.plan_view("fine")
     assert shown is not None and shown[1] is None and shown[0].revision == 4
 
@@ -136,11 +149,7 @@ def test_a_plan_names_a_goal_started_before_it_for_verify_and_the_fold(
     expected = verdicts_of_verify(goals_forged)
     assert expected == {"nope": ("unknown_goal", 3), "later": ("unknown_goal", 3)}
     for size in (1, 4, 1000):
-        runner = runner_for(goals_forged, batch_size=size)
-        runner.rebuild()
-        found = {sid: (e.rule, e.position) for sid, e in runner.corrupt.items()}
-        runner.close()
-        assert found == expected, size
+        assert verdicts_of_rebuild(goals_forged, size) == expected, size
     assert [p.rule for p in goals_forged.ledger.verify(["later"]).problems] == ["unknown_goal"]
     shown = goals_forged.views.plan_view("named")
     assert shown is not None and shown[1] is None and shown[0].goal_id == "g1"
@@ -151,23 +160,7 @@ def test_a_new_runner_knows_the_goals_started_before_its_batches(
     goals_forged: PlanLedger, first: int
 ) -> None:
     expected = verdicts_of_verify(goals_forged)
-
-    class Stop(Exception):
-        pass
-
-    def stop(events: int, position: int) -> None:
-        raise Stop
-
-    runner = runner_for(goals_forged, batch_size=first)
-    with pytest.raises(Stop):
-        runner.rebuild(stop)
-    found = {sid: (e.rule, e.position) for sid, e in runner.corrupt.items()}
-    runner.close()
-    restarted = runner_for(goals_forged, batch_size=3)
-    restarted.catch_up()
-    found |= {sid: (e.rule, e.position) for sid, e in restarted.corrupt.items()}
-    restarted.close()
-    assert found == expected
+    assert verdicts_of_a_stopped_rebuild(goals_forged, first, 3) == expected
     shown = goals_forged.views.plan_view("named")
     assert shown is not None and shown[1] is None and shown[0].revision == 3
 
@@ -204,11 +197,7 @@ def test_a_session_s_own_stream_is_judged_by_the_fold_as_by_verify(
     expected = verdicts_of_verify(service)
     assert set(expected) == {"s1"} and expected["s1"][0] == rule
     for size in (1, 3, 1000):
-        runner = runner_for(service, batch_size=size)
-        runner.rebuild()
-        found = {sid: (e.rule, e.position) for sid, e in runner.corrupt.items()}
-        runner.close()
-        assert found == expected, size
+        assert verdicts_of_rebuild(service, size) == expected, size
         listed = [item.session_id for item in service.sessions().sessions]
         assert sorted(listed) == (["s2"] if "timestamp" in changes else ["s1", "s2"])
     service.close()
