@@ -269,9 +269,7 @@ class PlanEventDecoder:
     def _proposed(self, data: bytes) -> dict[str, Any]:
         start = data.find(CANDIDATE) + len(CANDIDATE)
         found = region = None
-        # (A second "candidate" key, which only an edit makes, is the one JSON keeps: the
-        # bytes are then validated as they are.)
-        if start >= len(CANDIDATE) and data.find(CANDIDATE, start) < 0:
+        if start >= len(CANDIDATE):
             found = self._seen_at(data, start, AFTER_CANDIDATES)
             if found is None:
                 end = data.find(AFTER_CANDIDATE, start)
@@ -282,6 +280,11 @@ class PlanEventDecoder:
                     region.endswith(SNAPSHOT_END) and region.count(TYPE_KEY) == 1
                 ):
                     region = None  # more than the candidate (keys moved by an edit)
+            # A second "candidate" key, which only an edit writes, is the one JSON keeps:
+            # then nothing is reused or remembered. (None can be inside the candidate's bytes.)
+            after = found[1] if found else start + len(region) if region is not None else -1
+            if after >= 0 and data.find(CANDIDATE, after) >= 0:
+                found = region = None
         if found is not None:
             data = data[:start] + NULL + data[found[1] :]
         state: dict[str, Any] = self.proposed(data)
@@ -302,8 +305,10 @@ class PlanEventDecoder:
     def _committed(self, data: bytes) -> dict[str, Any] | None:
         cut = data.find(SNAPSHOT)
         found = None
-        if cut > 0 and data.endswith(b"}") and data.find(SNAPSHOT, cut + 1) < 0:
+        if cut > 0 and data.endswith(b"}"):
             found = self._seen_at(data, cut + len(SNAPSHOT), (AFTER_SNAPSHOT,), to_end=True)
+            if found is not None and data.find(SNAPSHOT, found[1]) >= 0:
+                found = None  # a second snapshot key (an edit's): the one JSON keeps
             if found is not None:
                 data = data[:cut] + data[found[1] :]
         state: dict[str, Any] = self.committed(data)

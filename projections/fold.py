@@ -42,9 +42,6 @@ class SessionFacts:
 
     aggregates: dict[str, Any] = field(default_factory=dict)
     broken: set[str] = field(default_factory=set)
-    # (for one fold: the version at which a session's stream breaks in the events folded,
-    # found before them, its events from there not to be applied)
-    stops: dict[str, int] = field(default_factory=dict)
 
     def goals(self, session_id: str) -> Collection[str]:
         """The goals the session has started so far (none known: none)."""
@@ -114,6 +111,7 @@ def fold_events(
     judged: bool = False,
     states: dict[str, PlanState] | None = None,
     sessions: SessionFacts | None = None,
+    session_stops: Mapping[str, int] | None = None,
 ) -> ViewChanges:
     """Apply (event, notification id) pairs in order to the views they touch.
 
@@ -130,6 +128,8 @@ def fold_events(
     order (a break is the session's problem, ahead of any of its plan's, as verify judges),
     and so the goals it has started: a commit's plan must name one of them, if any (None:
     sessions are not judged, and goals not checked, as in an aggregate's replay).
+    `session_stops`: the version at which a session's own stream breaks among the events
+    (found before the fold: a chain, a row that does not decode), none applied from there.
     """
     plans = states if states is not None else {}
     changes = ViewChanges()
@@ -141,7 +141,7 @@ def fold_events(
             session_id = originator.removeprefix("session:")
             applied = False
             if sessions is not None and session_id not in sessions.broken:
-                stop = sessions.stops.get(session_id)
+                stop = session_stops.get(session_id) if session_stops else None
                 if stop is None or event.originator_version < stop:
                     try:
                         sessions.aggregates[session_id] = replay_event(

@@ -401,9 +401,15 @@ class ProjectionRunner:
             events.append((event, i))
         # A session's events before its unreadable one are folded (its view is the last good
         # one, whatever the batches), unless a rule broke earlier still.
-        sessions.stops = {sid: unread.position for sid, unread in unreadable_sessions.items()}
-        changes = fold_events({}, events, corrupt=plan_broken, states=plans, sessions=sessions)
-        sessions.stops = {}
+        stops = {sid: unread.position for sid, unread in unreadable_sessions.items()}
+        changes = fold_events(
+            {},
+            events,
+            corrupt=plan_broken,
+            states=plans,
+            sessions=sessions,
+            session_stops=stops,
+        )
         for session_id, unread in unreadable.items():
             changes.corrupt.setdefault(session_id, unread)
         for session_id, unread in unreadable_sessions.items():
