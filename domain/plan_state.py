@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from operator import contains
 from types import NoneType
 from typing import Literal, Protocol
 
 from domain import rules
 from domain.errors import CorruptHistory
+from domain.field_types import TEXT, TEXT_OR_NONE, check_stamp, field_types
 from domain.models import (
     POLICY_OF_FORM,
     Form,
@@ -128,18 +128,6 @@ class PlanState:
 # bulk bench's store.)
 
 
-def check_stamp(session_id: str, position: int, at: object) -> None:
-    """An event's timestamp is a datetime (an edited row may hold another type, or none)."""
-    if type(at) is not datetime:
-        raise CorruptHistory(
-            session_id,
-            position,
-            "unreadable_event",
-            f"the event's timestamp is of type {type(at).__name__}, where the ledger writes a "
-            "date and time",
-        )
-
-
 def check_created(session_id: str, position: int, exists: bool, at: object) -> None:
     """A PlanCreated event: the plan's first event, and only once (`at`: its timestamp)."""
     check_stamp(session_id, position, at)
@@ -190,42 +178,7 @@ def follows(state: PlanState | None, session_id: str, position: int, at: object)
 
 # -- the events ---------------------------------------------------------------------------------
 
-# The types the ledger writes each field of a plan event with. An edited row that the library
-# decodes may hold others: its event is unreadable, wherever it is applied.
-TEXT = (str,)
-TEXT_OR_NONE = (str, NoneType)
-
-
-@dataclass(frozen=True)
-class FieldTypes:
-    """An event's fields, in order, each with the types the ledger writes it with (exactly:
-    a bool is no revision)."""
-
-    event: str
-    names: tuple[str, ...]
-    types: tuple[tuple[type, ...], ...]
-
-    def check(self, session_id: str, position: int, *values: object) -> None:
-        """Raise CorruptHistory (unreadable_event) unless each value, in the order of `names`,
-        is of exactly one of its types."""
-        if all(map(contains, self.types, map(type, values))):  # (in C: once per event)
-            return
-        for name, types, value in zip(self.names, self.types, values, strict=True):
-            if type(value) not in types:
-                wanted = " or ".join("null" if t is NoneType else t.__name__ for t in types)
-                raise CorruptHistory(
-                    session_id,
-                    position,
-                    "unreadable_event",
-                    f"the {self.event}'s {name} is of type {type(value).__name__}, "
-                    f"where the ledger writes {wanted}",
-                )
-
-
-def field_types(event: str, **types: tuple[type, ...]) -> FieldTypes:
-    return FieldTypes(event, tuple(types), tuple(types.values()))
-
-
+# The types the ledger writes each field of a plan event with.
 PROPOSAL_TYPES = field_types(
     "proposal",
     proposal_id=TEXT,

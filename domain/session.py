@@ -18,9 +18,9 @@ from domain.errors import (
     IllegalTransition,
     InvalidInput,
 )
+from domain.field_types import TEXT, TEXT_OR_NONE, FieldTypes, check_stamp, field_types
 from domain.ids import validate_id
 from domain.models import Frozen
-from domain.plan_state import TEXT, TEXT_OR_NONE, FieldTypes, check_stamp, field_types
 
 MAX_SOURCE_CHARS = 64
 MAX_CWD_CHARS = 4096
