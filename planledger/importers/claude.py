@@ -12,8 +12,13 @@ tool uses and answers, and `claude_calls` makes the calls of every file of a run
 - task-tool calls of the session and its subagents go to the session's task list,
   `claude-<sessionId>` (or the shared list the caller names);
 - a `TaskCreate` takes the id Claude Code gave it, from its answer's `toolUseResult.task.id` or
-  text `Task #<id> created successfully`; a call answered with an error changed nothing in
-  Claude Code, nor does a create not answered yet: both are counted, not recorded.
+  text `Task #<id> created successfully`; a call answered with an error (`is_error`, or
+  `toolUseResult.success: false` as in 2.1.3xx) changed nothing in Claude Code, nor does a
+  create not answered yet: both are counted, not recorded;
+- a fork (`--fork-session`, `/branch`) starts its transcript with a copy of its parent's
+  history, each copied assistant line keeping the parent's id in `requestSessionId`: those
+  calls are the parent's (recorded from the parent's file, not again in the fork), and the
+  fork's own calls record that parent. So the result never depends on the order of the files.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ MARKERS = (
     b"Task #",
     b'"is_error":true',
     b'"is_error": true',
+    b'"success":false',
+    b'"success": false',
 )
 CREATED = re.compile(r"Task #([A-Za-z0-9._-]+) created successfully")
 
@@ -87,6 +94,7 @@ class ToolUse:
     input: Any
     claude_session: str | None
     agent_id: str | None
+    copied_from: str | None  # the parent session whose history a fork copied this call from
     at: datetime
     cwd: str | None
     path: str
@@ -174,11 +182,20 @@ def _use(
         input=block.get("input"),
         claude_session=claude_id if isinstance(claude_id, str) and claude_id else None,
         agent_id=agent_id,
+        copied_from=copied_from(record),
         at=at,
         cwd=cwd if isinstance(cwd, str) and cwd else None,
         path=str(path),
         line=number,
     )
+
+
+def copied_from(record: dict[str, Any]) -> str | None:
+    """The session a fork copied this line from (its `requestSessionId`, when not its own)."""
+    requested, own = record.get("requestSessionId"), record.get("sessionId")
+    if isinstance(requested, str) and requested and isinstance(own, str) and requested != own:
+        return requested
+    return None
 
 
 def _result(
@@ -198,7 +215,8 @@ def _result(
     else:
         match = CREATED.search(_text(block.get("content")))
         task_id = match.group(1) if match else None
-    results[call_id] = ToolResult(is_error=block.get("is_error") is True, task_id=task_id)
+    failed = isinstance(answer, dict) and answer.get("success") is False and len(content) == 1
+    results[call_id] = ToolResult(is_error=block.get("is_error") is True or failed, task_id=task_id)
 
 
 def _text(content: Any) -> str:
@@ -221,16 +239,21 @@ def claude_calls(
     answered as the transcripts say. `task_list` names the ledger session of the task tools'
     calls (a list several sessions share); by default, each session's own."""
     results: dict[str, ToolResult] = {}
+    parents: dict[str, str] = {}
     for found in findings:
         results.update(found.results)
+        for use in found.uses:
+            if use.copied_from is not None and use.claude_session is not None:
+                parents[use.claude_session] = use.copied_from  # the last copied: the parent
     calls: list[PlanCall] = []
     seen: set[str] = set()
     for found in findings:
         for use in found.uses:
-            if use.call_id in seen:
-                continue
+            if use.call_id in seen or use.copied_from is not None:
+                continue  # recorded once; a fork's copy of its parent's call is the parent's
             seen.add(use.call_id)
-            call = _call(use, results.get(use.call_id), task_list)
+            parent = parents.get(use.claude_session or "")
+            call = _call(use, results.get(use.call_id), task_list, parent)
             if isinstance(call, str):
                 errors.append(LineError(path=use.path, line=use.line, message=call))
             else:
@@ -238,16 +261,20 @@ def claude_calls(
     return calls
 
 
-def _call(use: ToolUse, result: ToolResult | None, task_list: str | None) -> PlanCall | str:
-    """The call of one tool use, or what is wrong with it."""
+def _call(
+    use: ToolUse, result: ToolResult | None, task_list: str | None, fork_of: str | None = None
+) -> PlanCall | str:
+    """The call of one tool use (`fork_of`: the Claude session the use's session forked), or
+    what is wrong with it."""
     if use.claude_session is None:
         return f"{use.name} call {use.call_id} is on a line without a sessionId"
     main = session_id(use.claude_session)
+    forked = session_id(fork_of) if fork_of else None
 
     def call(
         session: str,
         payload: dict[str, Any] | None,
-        parent: str | None = None,
+        parent: str | None = forked,
         created_task: str | None = None,
     ) -> PlanCall:
         return PlanCall(

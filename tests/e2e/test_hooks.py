@@ -347,8 +347,10 @@ def test_stop_imports_the_calls_no_hook_saw(
         e.proposal_id for e in ledger.history("claude-sess-stop").entries if e.kind == "proposed"
     ]
     assert len(proposed) == len(set(proposed)) == 4  # the error answer changed nothing
-    forked = run_hook("claude-code", transcript.lifecycle("SessionStart", path, source="fork"), env)
-    assert "Task 2 [in_progress]" in forked.answer()["hookSpecificOutput"]["additionalContext"]
+    resumed = run_hook(
+        "claude-code", transcript.lifecycle("SessionStart", path, source="resume"), env
+    )
+    assert "Task 2 [in_progress]" in resumed.answer()["hookSpecificOutput"]["additionalContext"]
 
 
 def test_other_tools_and_events_are_ignored_without_touching_the_database(

@@ -30,7 +30,8 @@ EVENTS = {
         "Stop": None,
         "PreCompact": None,
         "SessionEnd": None,
-        "SessionStart": "compact|resume|fork",
+        "SessionStart": "compact|resume|clear",
+        "UserPromptSubmit": None,
     },
     "gemini": {
         "BeforeTool": TRACKER,

@@ -25,9 +25,17 @@ from typing import TYPE_CHECKING, Any
 from domain.errors import SessionNotFound
 from domain.session import Origin
 from domain.todos import task_create_payload, task_update_payload
+from planledger.clients.hooks.claude_transcript import (
+    calls_since_compaction,
+    fork_parent,
+    held_contexts,
+    waiting_call,
+)
+from planledger.clients.hooks.given import first_time
 from planledger.clients.hooks.record import (
     event_cwd,
     ledger_session,
+    open_if_missing,
     plan_context,
     refusal,
     session_start_answer,
@@ -49,8 +57,9 @@ SOURCE = "claude-code"
 CLIENT = "hook:claude-code"
 TASK_LIST_ENV = "CLAUDE_CODE_TASK_LIST_ID"
 IMPORT_EVENTS = frozenset({"Stop", "PreCompact", "SessionEnd"})
-REINJECT_SOURCES = frozenset({"compact", "resume", "fork"})
+REINJECT_SOURCES = frozenset({"compact", "resume"})
 NOT_ID = re.compile(r"[^A-Za-z0-9._-]+")
+PLAN_CONTEXTS = ("Task list revision ", "Plan revision ")  # how plan_context's texts begin
 
 
 def deadline_for(event: Event) -> float:
@@ -65,26 +74,34 @@ def handle(event: Event, context: HookContext) -> Answer:
     tool = event.get("tool_name")
     if name in ("PreToolUse", "PostToolUse"):
         before = name == "PreToolUse"
+        answer: Answer = None
         if tool == TODO_WRITE:
-            return todo_write(event, context, before=before)
-        if tool == TASK_UPDATE:
-            return task_update(event, context, before=before)
-        if tool == TASK_CREATE:
-            return task_create(event, context, before=before)
-        return None
+            answer = todo_write(event, context, before=before)
+        elif tool == TASK_UPDATE:
+            answer = task_update(event, context, before=before)
+        elif tool == TASK_CREATE:
+            answer = task_create(event, context, before=before)
+        if answer is None and not before and tool in (TODO_WRITE, TASK_UPDATE, TASK_CREATE):
+            return context_answer("PostToolUse", fork_note(context, event))
+        return answer
     if name == "TaskCreated":
         task_created(event, context)
     elif name == "TaskCompleted":
         task_completed(event, context)
     elif name in IMPORT_EVENTS:
         import_transcript(event, context)
+    elif name == "UserPromptSubmit":
+        return context_answer(name, fork_note(context, event))
     elif name == "SessionStart" and event.get("source") in REINJECT_SOURCES:
-        if event.get("source") == "fork":  # the fork's copied history: recorded first
-            try:
-                import_transcript(event, context)
-            except Exception as error:  # the plan recorded so far is still worth re-injecting
-                context.warn(f"transcript not imported: {type(error).__name__}: {error}")
-        return session_start_answer(reinjected(context.service(), event))
+        service = context.service()
+        text = not_held(event, reinjected(service, event))
+        if text is not None and event.get("source") == "resume" and knows_the_plan(service, event):
+            text = None
+        if text is not None and not first_time(SOURCE, text_field(event, "session_id"), text):
+            text = None  # Claude Code keeps SessionStart contexts, across compaction too
+        return context_answer(name, text)
+    elif name == "SessionStart" and event.get("source") == "clear":
+        return context_answer(name, predecessor_note(context.service(), event))
     return None
 
 
@@ -106,12 +123,23 @@ def task_list(event: Event) -> str:
     return ledger_session(PREFIX, event)
 
 
+def transcript_of(event: Event) -> Path | None:
+    value = event.get("transcript_path")
+    return Path(value) if isinstance(value, str) and value else None
+
+
 def client_of(event: Event) -> str:
     agent = agent_id(event)
     return f"{SOURCE}:{agent}" if agent else CLIENT
 
 
 def origin_of(event: Event, parent: str | None = None) -> Origin:
+    """Where the session comes from: `parent`, else the session a fork copied its history
+    from (read in its transcript)."""
+    if parent is None:
+        transcript = transcript_of(event)
+        forked = fork_parent(transcript) if transcript else None
+        parent = ledger_session(PREFIX, {"session_id": forked}) if forked else None
     return Origin(source=SOURCE, parent_session_id=parent, cwd=event_cwd(event))
 
 
@@ -151,21 +179,33 @@ def todo_write(event: Event, context: HookContext, *, before: bool) -> Answer:
 
 
 def task_update(event: Event, context: HookContext, *, before: bool) -> Answer:
-    """Decided before it runs (denied when rejected); after it ran, recorded if it was not
-    (an update Claude Code failed changed nothing and is not recorded)."""
-    if not before and _failed(event.get("tool_response")):
+    """Before it runs: checked; one the rules refuse is recorded as rejected and denied. After
+    it ran: recorded, unless Claude Code failed it (it changed nothing there: "Task not
+    found" in a fork, say)."""
+    service = context.service()
+    session_id = task_list(event)
+    payload = task_update_payload(event.get("tool_input"))
+    if before:
+        _task_ids(event, context)  # the first call seen: the transcript's earlier calls first
+        if not service.check(session_id, payload).violations:
+            return None
+    elif _failed(event.get("tool_response")):
         return None
     decision = submit_payload(
-        context.service(),
-        task_list(event),
-        task_update_payload(event.get("tool_input")),
+        service,
+        session_id,
+        payload,
         client=client_of(event),
         proposal_id=text_field(event, "tool_use_id"),
         origin=origin_of(event),
         on_first_use=lambda: import_transcript(event, context),
     )
     if before and decision.status != "committed":
-        return deny(decision, TASK_UPDATE, whole_list=False)
+        answer = deny(decision, TASK_UPDATE, whole_list=False)
+        note = fork_note(context, event) if _names_unknown_task(decision) else None
+        if note is not None:  # a fork's first call on a task of its parent
+            answer["hookSpecificOutput"]["permissionDecisionReason"] += f"\n\n{note}"
+        return answer
     return None
 
 
@@ -197,9 +237,12 @@ def task_created(event: Event, context: HookContext) -> None:
     task_id = text_field(event, "task_id")
     service = context.service()
     session_id = task_list(event)
+    subject = event.get("task_subject")
+    if _waiting(event, TASK_CREATE, lambda tool_input: tool_input.get("subject") == subject):
+        return  # a TaskCreate call of this session: its PostToolUse records it, every field
     if task_id in _task_ids(event, context):
         return
-    payload: dict[str, Any] = {"op": "create", "id": task_id, "title": event.get("task_subject")}
+    payload: dict[str, Any] = {"op": "create", "id": task_id, "title": subject}
     if event.get("task_description") is not None:
         payload["detail"] = event["task_description"]
     submit_payload(
@@ -225,6 +268,14 @@ def task_completed(event: Event, context: HookContext) -> None:
     step = steps.get(task_id)
     if step is None or step.status == "completed":
         return
+    if _waiting(
+        event,
+        TASK_UPDATE,
+        lambda tool_input: (
+            str(tool_input.get("taskId")) == task_id and tool_input.get("status") == "completed"
+        ),
+    ):
+        return  # a TaskUpdate the PreToolUse hook checked: its PostToolUse records it
     decision = submit_payload(
         service,
         session_id,
@@ -234,6 +285,15 @@ def task_completed(event: Event, context: HookContext) -> None:
     )
     if decision.status != "committed":
         raise Refusal(refusal(decision, "TaskUpdate", whole_list=False))
+
+
+def _names_unknown_task(decision: Any) -> bool:
+    return any(violation.code == "unknown_step" for violation in decision.violations)
+
+
+def _waiting(event: Event, tool: str, matches: Any) -> bool:
+    transcript = transcript_of(event)
+    return transcript is not None and waiting_call(transcript, tool, matches)
 
 
 def _failed(tool_response: Any) -> bool:
@@ -292,6 +352,88 @@ def import_transcript(event: Event, context: HookContext) -> None:
         first = report.errors[0]
         more = f" (+{report.error_count - 1:,} more)" if report.error_count > 1 else ""
         context.warn(f"{first.path}:{first.line}: {first.message}{more}")
+
+
+def context_answer(hook_event: str, text: str | None) -> dict[str, Any] | None:
+    """The answer that adds `text` to the model's context (None: nothing to add)."""
+    answer = session_start_answer(text)
+    if answer is not None:
+        answer["hookSpecificOutput"]["hookEventName"] = hook_event
+    return answer
+
+
+def not_held(event: Event, text: str | None) -> str | None:
+    """`text`, unless the model holds it already (given since the last compaction)."""
+    transcript = transcript_of(event)
+    if text is None or (transcript and text in held_contexts(transcript)):
+        return None
+    return text
+
+
+def knows_the_plan(service: PlanLedger, event: Event) -> bool:
+    """Whether a resumed model still holds the plan: an earlier plan context, and every change
+    since made by its own calls, which it still sees (so a resume adds no second plan text)."""
+    transcript = transcript_of(event)
+    if transcript is None:
+        return False
+    if not any(text.startswith(PLAN_CONTEXTS) for text in held_contexts(transcript)):
+        return False
+    try:
+        entries = service.history(task_list(event)).entries
+    except SessionNotFound:
+        return False
+    committed = [entry for entry in entries if entry.kind == "committed"]
+    return bool(committed) and committed[-1].proposal_id in calls_since_compaction(transcript)
+
+
+def fork_note(context: HookContext, event: Event) -> str | None:
+    """Once a fork's transcript exists: its ledger session opened with the parent recorded,
+    and the model told once which tasks were open in the parent (Claude Code's fork holds
+    none of them)."""
+    transcript = transcript_of(event)
+    parent = fork_parent(transcript) if transcript else None
+    if parent is None:
+        return None  # not a fork (the common case: the database is not touched)
+    service = context.service()
+    parent_session = ledger_session(PREFIX, {"session_id": parent})
+    own = ledger_session(PREFIX, event)
+    open_if_missing(service, own, origin_of(event, parent_session))
+    text = open_tasks_note(service, parent_session, "forked from")
+    return not_held(event, text)
+
+
+def predecessor_note(service: PlanLedger, event: Event) -> str | None:
+    """After `/clear` (a new session in the same project): the session before it recorded as
+    its predecessor, and the model told once which of its tasks were still open."""
+    own = ledger_session(PREFIX, event)
+    cwd = event_cwd(event)
+    before = next(
+        (
+            item.session_id
+            for item in service.sessions().sessions
+            if item.session_id != own
+            and item.source == SOURCE
+            and item.cwd == cwd
+            and not item.session_id.startswith(f"{own}-")
+        ),
+        None,
+    )
+    if before is None:
+        return None
+    open_if_missing(service, own, origin_of(event, before))
+    return not_held(event, open_tasks_note(service, before, "continued from"))
+
+
+def open_tasks_note(service: PlanLedger, session_id: str, relation: str) -> str | None:
+    """What a session that came out of `session_id` should know of its open tasks."""
+    text = plan_context(service, session_id)
+    if text is None:
+        return None
+    return (
+        f"This session {relation} {session_id}, whose plan is below; this session's own task "
+        f"list starts empty. Read the earlier plan with `planledger plan show {session_id}`; "
+        f"create here only the tasks you will work on.\n{text}"
+    )
 
 
 def reinjected(service: PlanLedger, event: Event) -> str | None:

@@ -68,7 +68,8 @@ AGENTS: dict[str, AgentHooks] = {
             Entry("Stop", None, timeout=30),
             Entry("PreCompact", None, timeout=30),
             Entry("SessionEnd", None, timeout=30),
-            Entry("SessionStart", "compact|resume|fork", timeout=30),
+            Entry("SessionStart", "compact|resume|clear", timeout=30),
+            Entry("UserPromptSubmit", None),
         ),
         {"timeout": 10},
     ),
@@ -118,6 +119,12 @@ def planledger_program() -> str:
     argv0 = Path(sys.argv[0])
     if argv0.name in PROGRAM_NAMES:
         return str(argv0.absolute())
+    # Not started as the command (the warm process, python -m): the script beside our Python,
+    # which is the one this installation made, before any other on PATH.
+    for candidate in PROGRAM_NAMES:
+        beside = Path(sys.executable).parent / candidate
+        if beside.exists():
+            return str(beside.absolute())
     found = shutil.which("planledger")
     return str(Path(found).absolute()) if found else "planledger"
 
