@@ -20,7 +20,7 @@ class ClaudeRun:
 
     @property
     def session_id(self) -> str:
-        for line in self.lines:
+        for line in reversed(self.lines):  # the result's (`--continue` starts under another)
             if line.get("session_id"):
                 return str(line["session_id"])
         raise AssertionError(f"no session id in Claude's output: {self.stderr[-2000:]}")

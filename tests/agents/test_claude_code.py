@@ -198,3 +198,48 @@ def test_a_call_claude_failed_is_not_imported(claude: ClaudeFactory, tmp_path: P
     forked = by_session[f"claude-{fork.session_id}"]
     assert (forked["committed"], forked["rejected"], forked["skipped"]) == (0, 0, 1), forked
     assert agent.sandbox.plan(f"claude-{parent.session_id}")["steps"][0]["status"] == "in_progress"
+
+
+def test_after_clear_the_new_session_names_the_one_before_once(claude: ClaudeFactory) -> None:
+    agent = claude(by_prompt({"Plan the parser": PLAN, "Go on": [Reply(text="Going on.")]}))
+    before = agent.run("Plan the parser")
+    agent.run("/clear", "--resume", before.session_id)
+    after = agent.run("Go on", "--continue")
+    assert after.session_id != before.session_id
+
+    previous = f"claude-{before.session_id}"
+    assert agent.sandbox.sessions()[f"claude-{after.session_id}"]["parent_session_id"] == previous
+    told = agent.model.requests[-1].conversation
+    assert told.count_in_messages(f"continued from {previous}") == 1
+    assert told.count_in_messages(OPEN_TASKS) == 1
+    assert f"planledger plan show {previous}" in told.all_text()
+    assert len(agent.sandbox.plan(previous)["steps"]) == 2  # nothing recreated or moved
+
+
+def test_a_list_claude_numbers_anew_goes_on_in_the_same_session(claude: ClaudeFactory) -> None:
+    """Claude Code's task files are cleaned up; the resumed session numbers from 1 again: the
+    new task 1 is recorded (the earlier task 1 leaves the plan, its history kept), and its
+    updates are not refused."""
+    agent = claude(
+        by_prompt(
+            {
+                "Plan the parser": PLAN,
+                "More": [
+                    Reply(calls=(Call("TaskCreate", {"subject": "Ship it", "description": "-"}),)),
+                    Reply.call("TaskUpdate", taskId="1", status="in_progress"),
+                ],
+            }
+        )
+    )
+    first = agent.run("Plan the parser")
+    tasks = agent.sandbox.home / ".claude" / "tasks" / first.session_id
+    for path in tasks.glob("*.json"):
+        path.unlink()
+    again = agent.run("More", "--resume", first.session_id)
+    assert "Updated task #1" in str(again.tool_results()[-1]["content"])
+
+    session = f"claude-{first.session_id}"
+    steps = {s["id"]: (s["title"], s["status"]) for s in agent.sandbox.plan(session)["steps"]}
+    assert steps["1"] == ("Ship it", "in_progress")
+    titles = [e["operation"]["title"] for e in history(agent, session) if e["kind"] == "proposed"]
+    assert "Write the parser" in titles  # the earlier task 1 stays in the history

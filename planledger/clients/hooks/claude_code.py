@@ -186,7 +186,7 @@ def task_update(event: Event, context: HookContext, *, before: bool) -> Answer:
     session_id = task_list(event)
     payload = task_update_payload(event.get("tool_input"))
     if before:
-        _task_ids(event, context)  # the first call seen: the transcript's earlier calls first
+        _task_titles(event, context)  # the first call seen: the transcript's earlier calls first
         if not service.check(session_id, payload).violations:
             return None
     elif _failed(event.get("tool_response")):
@@ -219,8 +219,23 @@ def task_create(event: Event, context: HookContext, *, before: bool) -> Answer:
         decision = service.check(session_id, task_create_payload(tool_input))
         return deny(decision, TASK_CREATE, whole_list=False) if decision.violations else None
     task_id = _created_id(event.get("tool_response"))
-    if task_id is None or task_id in _task_ids(event, context):
-        return None  # not created, or recorded already (by TaskCreated or the catch-up)
+    if task_id is None:
+        return None  # not created
+    titles = _task_titles(event, context)
+    subject = tool_input.get("subject") if isinstance(tool_input, dict) else None
+    if task_id in titles:
+        if titles[task_id] == subject:
+            return None  # recorded already (by the catch-up, or a retried hook)
+        # Claude Code numbers from 1 again once its task files are gone (cleaned up) and the
+        # session resumes: the ledger's task of that id is no longer Claude Code's. It leaves
+        # the plan (the history keeps it) for the task Claude Code made now.
+        submit_payload(
+            service,
+            session_id,
+            {"op": "update", "id": task_id, "status": "deleted"},
+            client=client_of(event),
+            proposal_id=f"{text_field(event, 'tool_use_id')}-renumbered",
+        )
     submit_payload(
         service,
         session_id,
@@ -240,7 +255,7 @@ def task_created(event: Event, context: HookContext) -> None:
     subject = event.get("task_subject")
     if _waiting(event, TASK_CREATE, lambda tool_input: tool_input.get("subject") == subject):
         return  # a TaskCreate call of this session: its PostToolUse records it, every field
-    if task_id in _task_ids(event, context):
+    if task_id in _task_titles(event, context):
         return
     payload: dict[str, Any] = {"op": "create", "id": task_id, "title": subject}
     if event.get("task_description") is not None:
@@ -309,20 +324,20 @@ def _created_id(tool_response: Any) -> str | None:
     return task_id if isinstance(task_id, str) and task_id else None
 
 
-def _task_ids(event: Event, context: HookContext) -> set[str]:
-    """The tasks the list has now (a task once created keeps its id in Claude Code). The first
-    task call the ledger sees of a session (the hooks were installed, or the database came back,
-    mid-session) records the transcript's earlier calls first."""
+def _task_titles(event: Event, context: HookContext) -> dict[str, str]:
+    """The tasks the list has now, id to title. The first task call the ledger sees of a
+    session (the hooks were installed, or the database came back, mid-session) records the
+    transcript's earlier calls first."""
     service = context.service()
     session_id = task_list(event)
     try:
-        return {step.id for step in service.plan(session_id).steps}
+        return {step.id: step.title for step in service.plan(session_id).steps}
     except SessionNotFound:
         import_transcript(event, context)
     try:
-        return {step.id for step in service.plan(session_id).steps}
+        return {step.id: step.title for step in service.plan(session_id).steps}
     except SessionNotFound:
-        return set()
+        return {}
 
 
 # -- the transcript and the handoff ------------------------------------------------------------
