@@ -13,6 +13,7 @@ from domain.limits import check_payload
 from planledger.importers.calls import PlanCall, group_by_session, in_record_order
 from planledger.importers.claude import claude_calls, read_claude
 from planledger.importers.codex import read_codex
+from planledger.importers.gemini import read_gemini
 from planledger.importers.lines import find_files
 from planledger.importers.parallel import in_shares
 from planledger.importers.record import record_sessions
@@ -21,7 +22,7 @@ from planledger.service import PlanLedger
 from planledger.storage.settings import patient
 from projections.gc_pause import paused_gc
 
-Agent = Literal["codex", "claude"]
+Agent = Literal["codex", "claude", "gemini"]
 Session = tuple[str, Sequence[PlanCall]]
 # Below these, a share of the work costs more to start in another process than it saves.
 SHARED_READ_BYTES = 16 << 20
@@ -65,7 +66,7 @@ def import_paths(
     with paused_gc():  # the calls read are held to the end: a collection would scan them all
         readers = shares if total >= SHARED_READ_BYTES else 1
         findings, refused = _read(agent, files, sizes, errors, advance, readers)
-        if agent == "codex":
+        if agent in ("codex", "gemini"):
             found = [call for calls in findings for call in calls]
         else:
             found = _recordable(claude_calls(findings, errors, task_list), refused)
@@ -98,6 +99,8 @@ def _read(
     def read(path: Path, log: Errors, step: Callable[[int], None], refused: Errors) -> Any:
         if agent == "claude":
             return read_claude(path, log, step)
+        if agent == "gemini":
+            return _recordable(read_gemini(path, log, step), refused)
         return _recordable(read_codex(path, log, step), refused)
 
     def share(index: int) -> tuple[list[Any], ErrorLog | None, list[LineError]]:

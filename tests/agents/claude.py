@@ -60,6 +60,22 @@ class ClaudeCode:
             "hooks", "install", "claude-code", "--project", str(self.sandbox.project)
         )
 
+    def claude(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """A `claude` command other than a run (`mcp add`, `mcp list`)."""
+        return subprocess.run(
+            [str(self.binary), *args],
+            cwd=self.sandbox.project,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    def add_mcp_server(self) -> None:
+        """The ledger's MCP server, registered as the README says."""
+        added = self.claude("mcp", "add", "planledger", "--", "planledger", "mcp")
+        assert added.returncode == 0, added
+
     def run(self, prompt: str, *flags: str, env: dict[str, str] | None = None) -> ClaudeRun:
         result = subprocess.run(
             [str(self.binary), "-p", prompt, "--output-format", "stream-json", "--verbose", *flags],

@@ -243,3 +243,24 @@ def test_a_list_claude_numbers_anew_goes_on_in_the_same_session(claude: ClaudeFa
     assert steps["1"] == ("Ship it", "in_progress")
     titles = [e["operation"]["title"] for e in history(agent, session) if e["kind"] == "proposed"]
     assert "Write the parser" in titles  # the earlier task 1 stays in the history
+
+
+def test_mcp_calls_land_in_claudes_own_session(claude: ClaudeFactory) -> None:
+    """`claude mcp add planledger -- planledger mcp` (the README): Claude Code tells the server
+    its session in `CLAUDE_CODE_SESSION_ID`; a health check and tool listing open nothing."""
+    read = Reply.call("mcp__planledger__read_plan")
+    agent = claude(by_prompt({"Plan the parser": [*PLAN[:4], read], "Go on": [read]}))
+    agent.add_mcp_server()
+    listed = agent.claude("mcp", "list")
+    assert "planledger" in listed.stdout, listed
+
+    allow = ("--allowedTools", "mcp__planledger")  # headless: no one to approve the call
+    first = agent.run("Plan the parser", *allow)
+    agent.run("Go on", "--resume", first.session_id, *allow)
+
+    answers = [
+        r for r in agent.model.requests[-1].conversation.results() if r.name.endswith("read_plan")
+    ]
+    assert len(answers) == 2 and not any(a.is_error for a in answers), answers
+    assert all("Write the parser" in a.text for a in answers)
+    assert list(agent.sandbox.sessions()) == [f"claude-{first.session_id}"]

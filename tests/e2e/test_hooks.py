@@ -471,10 +471,15 @@ def test_gemini_records_refuses_and_reinjects_on_resume(
     plan = ledger.plan("gemini-5b0f6c4e-gemini")
     assert plan.revision == 1
     assert [s.status for s in plan.steps] == ["completed", "cancelled", "in_progress", "pending"]
-    resumed = run_hook("gemini", session_event("5b0f6c4e-gemini", "resume"), env).answer()
+    # SessionStart's context would go in front of the first prompt (a slash command given with
+    # the resume would become text): the resume only marks the session, the next prompt gets it.
+    assert run_hook("gemini", session_event("5b0f6c4e-gemini", "resume"), env).silent()
+    prompt = {**before_tool(good), "hook_event_name": "BeforeAgent", "prompt": "go on"}
+    resumed = run_hook("gemini", prompt, env).answer()
     context = resumed["hookSpecificOutput"]["additionalContext"]
     assert context == ledger.compaction("gemini-5b0f6c4e-gemini").text
     assert "Current: Fix the parser" in context
+    assert run_hook("gemini", prompt, env).silent()  # once per resume
 
 
 def gemini_event(name: str, **fields: Any) -> dict[str, Any]:
@@ -545,7 +550,10 @@ def test_gemini_gets_the_plan_back_after_compressing_its_context(
     assert run_hook("gemini", write, env).silent()
     prompt = gemini_event("BeforeAgent", prompt="go on")
     assert run_hook("gemini", prompt, env).silent()  # no compression yet: nothing added
+    # Gemini 0.61 fires PreCompress "auto" before every turn: alone it is no compression.
     assert run_hook("gemini", gemini_event("PreCompress", trigger="auto"), env).silent()
+    assert run_hook("gemini", prompt, env).silent()
+    assert run_hook("gemini", gemini_event("PreCompress", trigger="manual"), env).silent()
     answer = run_hook("gemini", prompt, env).answer()
     assert answer == {
         "hookSpecificOutput": {

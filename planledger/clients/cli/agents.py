@@ -61,7 +61,7 @@ def mcp(
 @app.command("import")
 def import_sessions(
     agent: Annotated[
-        AgentChoice, typer.Argument(metavar="codex|claude", help="Whose transcripts.")
+        AgentChoice, typer.Argument(metavar="codex|claude|gemini", help="Whose transcripts.")
     ],
     paths: Annotated[
         list[Path],

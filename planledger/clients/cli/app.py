@@ -59,6 +59,7 @@ class ModeChoice(StrEnum):
 class AgentChoice(StrEnum):
     codex = "codex"
     claude = "claude"
+    gemini = "gemini"
 
 
 class _State:

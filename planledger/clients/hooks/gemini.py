@@ -12,30 +12,33 @@ re-injected on resume and after Gemini compresses its context.
   open → pending, in_progress, closed → completed, blocked → pending (the task form has no
   blocked status: a task waits on its blockers). A tracker update's `dependencies` add
   blockers; one it drops stays recorded.
-- `SessionStart` with `source` resume: the plan as `additionalContext`. `PreCompress` marks the
-  session; the next `BeforeAgent` (the next prompt) gets the plan as `additionalContext`, since
-  Gemini's `PreCompress` answer cannot add context itself.
+- Re-injection, once per resume or real compression, always through the next `BeforeAgent`
+  (Gemini appends its `additionalContext` after the prompt): `SessionStart`'s context is put in
+  front of the first prompt, which turns a slash command given with the resume
+  (`--resume latest -p /compress`) into text, so `SessionStart` (resume) only marks the session.
+  Gemini 0.61 fires `PreCompress` (`trigger: "auto"`) before every turn, compression or not:
+  only `trigger: "manual"` (`/compress`), or the chat recording showing its history replaced by
+  a compression since that `PreCompress`, counts as a compression.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
 
 from domain.errors import SessionNotFound
 from domain.session import Origin
+from domain.todos import gemini_call_id, gemini_todo_payload
 from planledger.clients.hooks.record import (
     event_cwd,
     ledger_session,
     plan_context,
     refusal,
-    session_start_answer,
     submit_payload,
-    submit_steps,
-    todo_steps,
 )
-from planledger.clients.hooks.runner import Answer, Event, HookContext
+from planledger.clients.hooks.runner import Answer, Event, HookContext, HookInputError
 
 TOOL = "write_todos"
 CREATE, UPDATE, DEPEND = "tracker_create_task", "tracker_update_task", "tracker_add_dependency"
@@ -51,44 +54,138 @@ TRACKER_STATUS = {
 }
 CREATED = re.compile(r"Created task ([A-Za-z0-9._-]+):")
 COMPRESSED = "gemini-compressed"  # marks under PLANLEDGER_HOME/hooks/
+RESUMED = "gemini-resumed"
+# The model turn Gemini puts after a compression's summary (packages/core, chatCompressionService).
+COMPRESSION_ACK = "Got it. Thanks for the additional context!"
+MAX_CALLS_PER_TURN = 32
+TAIL_BYTES = 1 << 20
 
 
 def handle(event: Event, context: HookContext) -> Answer:
     name = event.get("hook_event_name")
     tool = event.get("tool_name")
     if name == "BeforeTool" and tool == TOOL:
-        steps = todo_steps(event.get("tool_input"), "description")
-        decision = submit_steps(
-            context.service(),
-            ledger_session(PREFIX, event),
-            steps,
-            client=CLIENT,
-            proposal_id=None,
-            origin=origin_of(event),
-        )
-        return deny(decision, TOOL, whole_list=True) if decision.status == "rejected" else None
+        return write_todos(event, context)
     if name == "BeforeTool" and tool in (UPDATE, DEPEND, CREATE):
         return tracker_before(event, context, tool)
     if name == "AfterTool" and tool == CREATE:
         tracker_created(event, context)
         return None
     if name == "SessionStart" and event.get("source") == "resume":
-        return session_start_answer(plan_context(context.service(), ledger_session(PREFIX, event)))
+        _write_mark(mark_path(RESUMED, event), {})
+        return None
     if name == "PreCompress":
-        mark = compressed_mark(event)
-        mark.parent.mkdir(parents=True, exist_ok=True)
-        mark.touch()
+        mark = mark_path(COMPRESSED, event)
+        if not mark.exists():  # the earliest since the last prompt: a compression comes after it
+            offset = _size(event.get("transcript_path"))
+            _write_mark(mark, {"trigger": event.get("trigger"), "offset": offset})
         return None
     if name == "BeforeAgent":
-        mark = compressed_mark(event)
-        if not mark.exists():
-            return None
-        mark.unlink(missing_ok=True)
-        text = plan_context(context.service(), ledger_session(PREFIX, event))
-        if text is None:
-            return None
-        return {"hookSpecificOutput": {"hookEventName": "BeforeAgent", "additionalContext": text}}
+        return before_agent(event, context)
     return None
+
+
+def write_todos(event: Event, context: HookContext) -> Answer:
+    tool_input = event.get("tool_input")
+    todos = tool_input.get("todos") if isinstance(tool_input, dict) else None
+    if not isinstance(todos, list) or not all(isinstance(todo, dict) for todo in todos):
+        raise HookInputError("tool_input.todos is not a list of objects")
+    payload = gemini_todo_payload(todos)
+    service = context.service()
+    session_id = ledger_session(PREFIX, event)
+    turn = last_model_turn(event.get("transcript_path"))
+    for index in range(MAX_CALLS_PER_TURN if turn else 1):
+        proposal_id = gemini_call_id(turn, index) if turn else None
+        decision = submit_payload(
+            service,
+            session_id,
+            payload,
+            client=CLIENT,
+            proposal_id=proposal_id,
+            origin=origin_of(event),
+        )
+        if not any(v.code == "proposal_id_reused" for v in decision.violations):
+            break
+    return deny(decision, TOOL, whole_list=True) if decision.status == "rejected" else None
+
+
+def last_model_turn(transcript: Any) -> str | None:
+    """The id of the chat recording's latest model (`gemini`) message: the turn whose call is
+    about to run (Gemini records the turn before it runs its tools)."""
+    tail = max(0, _size(transcript) - TAIL_BYTES)  # the turn is among the last lines
+    for record in reversed(_records(transcript, tail)):
+        if record.get("type") == "gemini" and isinstance(record.get("id"), str):
+            turn: str = record["id"]
+            return turn if re.fullmatch(r"[A-Za-z0-9._-]{1,60}", turn) else None
+    return None
+
+
+def before_agent(event: Event, context: HookContext) -> Answer:
+    """The plan again after a resume or a real compression, once."""
+    resumed = mark_path(RESUMED, event)
+    compressed = mark_path(COMPRESSED, event)
+    wanted = resumed.exists() or _compressed_since(compressed, event.get("transcript_path"))
+    resumed.unlink(missing_ok=True)
+    compressed.unlink(missing_ok=True)
+    if not wanted:
+        return None
+    text = plan_context(context.service(), ledger_session(PREFIX, event))
+    if text is None:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": "BeforeAgent", "additionalContext": text}}
+
+
+def _compressed_since(mark: Path, transcript: Any) -> bool:
+    try:
+        noted = json.loads(mark.read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(noted, dict):
+        return False
+    if noted.get("trigger") == "manual":
+        return True
+    offset = noted.get("offset")
+    for record in _records(transcript, offset if isinstance(offset, int) else 0):
+        replaced = record.get("$set", {}).get("messages") if isinstance(record, dict) else None
+        if isinstance(replaced, list) and any(
+            isinstance(m, dict) and m.get("type") == "gemini" and COMPRESSION_ACK in str(m)
+            for m in replaced
+        ):
+            return True
+    return False
+
+
+def _records(transcript: Any, offset: int) -> list[dict[str, Any]]:
+    """The chat recording's JSON lines from byte `offset` (none when it cannot be read)."""
+    if not isinstance(transcript, str) or not transcript:
+        return []
+    try:
+        with open(transcript, "rb") as file:
+            file.seek(offset)
+            data = file.read()
+    except OSError:
+        return []
+    records = []
+    for line in data.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def _size(transcript: Any) -> int:
+    try:
+        return Path(transcript).stat().st_size if isinstance(transcript, str) else 0
+    except OSError:
+        return 0
+
+
+def _write_mark(mark: Path, data: dict[str, Any]) -> None:
+    mark.parent.mkdir(parents=True, exist_ok=True)
+    mark.write_text(json.dumps(data))
 
 
 def origin_of(event: Event) -> Origin:
@@ -99,11 +196,11 @@ def deny(decision: Any, tool: str, *, whole_list: bool) -> dict[str, Any]:
     return {"decision": "deny", "reason": refusal(decision, tool, whole_list=whole_list)}
 
 
-def compressed_mark(event: Event) -> Path:
-    """Where `PreCompress` notes that the session's context was compressed."""
+def mark_path(kind: str, event: Event) -> Path:
+    """Where a hook notes a resume or a possible compression of the session, for `BeforeAgent`."""
     from planledger.storage.settings import home_dir
 
-    return home_dir() / "hooks" / COMPRESSED / ledger_session(PREFIX, event)
+    return home_dir() / "hooks" / kind / ledger_session(PREFIX, event)
 
 
 # -- the task tracker ------------------------------------------------------------------------

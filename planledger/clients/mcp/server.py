@@ -9,7 +9,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
-from planledger.clients.mcp.session import start_session
+from planledger.clients.mcp.session import DefaultSession, calling_agent
 from planledger.clients.mcp.stdio import run_stdio
 from planledger.clients.mcp.subscriptions import PlanSubscriptions, plan_uri
 from planledger.clients.mcp.tools import build_tools
@@ -23,8 +23,9 @@ committed plan (also after a context compaction); plan_history shows every propo
 rejection. Resource plan://<session_id> is the plan as JSON, with live updates."""
 
 
-def build_server(service: PlanLedger, session_id: str) -> MCPServer[None]:
-    """The MCP server over `service`, whose tools write to `session_id` by default."""
+def build_server(service: PlanLedger, session: str | DefaultSession) -> MCPServer[None]:
+    """The MCP server over `service`, whose tools write to `session` by default (a
+    DefaultSession: found when a call needs it; its resource is there when it was asked for)."""
     bus = InMemorySubscriptionBus()
     subscriptions = PlanSubscriptions(service, bus)
 
@@ -40,12 +41,15 @@ def build_server(service: PlanLedger, session_id: str) -> MCPServer[None]:
         title="plan ledger",
         instructions=INSTRUCTIONS,
         version=package_version(),
-        tools=build_tools(service, session_id),
+        tools=build_tools(service, session),
         subscriptions=bus,
         lifespan=follow_the_ledger,
         log_level="WARNING",
     )
     subscriptions.register(server)
+    session_id = session if isinstance(session, str) else session.requested
+    if session_id is None:
+        return server
 
     @server.resource(
         plan_uri(session_id),
@@ -55,6 +59,7 @@ def build_server(service: PlanLedger, session_id: str) -> MCPServer[None]:
         mime_type="application/json",
     )
     async def this_session_plan() -> str:
+        assert session_id is not None
         return await subscriptions.read(session_id)
 
     return server
@@ -70,12 +75,15 @@ def package_version() -> str:
 
 
 def serve_stdio(database: str | None, session_id: str | None) -> None:
-    """Open the service and the session (opened if missing, or a fresh `mcp-...` one), then
-    serve MCP on stdin/stdout until the client closes them (every line that is not a message
-    answered with a JSON-RPC error)."""
+    """Open the service, then serve MCP (the session: `session_id`, opened if missing, else the
+    calling agent's, else one fresh `mcp-...` one, opened when a call first needs it) on
+    stdin/stdout until the client closes them (every line that is not a message answered with
+    a JSON-RPC error)."""
     service = open_planledger(database)
     try:
-        session = start_session(service, session_id)
+        if session_id is not None:
+            DefaultSession(service, session_id, calling_agent)()  # opened now, as asked
+        session = DefaultSession(service, session_id, calling_agent)
         anyio.run(run_stdio, build_server(service, session))
     finally:
         service.close()

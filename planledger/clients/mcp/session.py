@@ -1,14 +1,23 @@
-"""Which ledger session a tool call writes to: the call's, else `--session`, else one of our own."""
+"""Which ledger session a tool call writes to: the call's, else `--session`, else the calling
+agent's session where the agent shows which it is in, else one of our own (one per process)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import re
 import secrets
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from domain.errors import SessionExists
 from planledger.service import PlanLedger
+
+NOT_ID = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class BadArgument(ValueError):
@@ -48,3 +57,75 @@ def session_of(arguments: Mapping[str, Any], default: str) -> str:
             "server's session.",
         )
     return value
+
+
+def agent_session(env: Mapping[str, str], cwd: Path, home: Path) -> str | None:
+    """The ledger session of the agent that started this server, where it tells or shows it
+    (None: it does not). Gemini CLI 0.61 tells an MCP server nothing of its session (its
+    environment has `GEMINI_CLI=1`, `clientInfo` is `gemini-cli-mcp-client`, a call's `_meta`
+    only a progress token): its session is the one whose chat recording of this project folder
+    was written last, `gemini-<sessionId>` as the hooks name it."""
+    if env.get("CLAUDE_CODE_SESSION_ID"):  # Claude Code 2.1.332 gives its servers its session
+        shared = env.get("CLAUDE_CODE_TASK_LIST_ID", "").strip()
+        if shared:
+            return f"claude-tasks-{NOT_ID.sub('-', shared).strip('-.')[:110] or 'default'}"
+        return f"claude-{env['CLAUDE_CODE_SESSION_ID']}"
+    if env.get("GEMINI_SESSION_ID"):
+        return f"gemini-{env['GEMINI_SESSION_ID']}"
+    if env.get("GEMINI_CLI") == "1":
+        return gemini_recorded_session(cwd, home / ".gemini")
+    return None
+
+
+def gemini_recorded_session(cwd: Path, config: Path) -> str | None:
+    """`gemini-<sessionId>` of the newest chat recording of the project at `cwd`."""
+    try:
+        projects = json.loads((config / "projects.json").read_text()).get("projects", {})
+    except (OSError, ValueError, AttributeError):
+        return None
+    short = projects.get(str(cwd)) if isinstance(projects, dict) else None
+    if not isinstance(short, str):
+        return None
+    chats = sorted(
+        (config / "tmp" / short / "chats").glob("*.json*"), key=lambda path: path.stat().st_mtime
+    )
+    for chat in reversed(chats):
+        try:
+            with chat.open("rb") as file:
+                first = json.loads(file.readline())
+        except (OSError, ValueError):
+            continue
+        session = first.get("sessionId") if isinstance(first, dict) else None
+        if isinstance(session, str) and session:
+            return f"gemini-{session}"
+    return None
+
+
+class DefaultSession:
+    """This server's session, found when a call needs it (a tool listing opens none): the one
+    asked for, else the calling agent's, else one new `mcp-...` session for the process."""
+
+    def __init__(
+        self, service: PlanLedger, requested: str | None, find: Callable[[], str | None]
+    ) -> None:
+        self.service, self.requested, self.find = service, requested, find
+        self._own: str | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> str:
+        if self.requested is not None:
+            return start_session(self.service, self.requested)
+        found = self.find()
+        if found is not None:
+            source = found.split("-", 1)[0]
+            with contextlib.suppress(SessionExists):  # the agent's hooks may have opened it
+                self.service.open_session(found, source=source)
+            return found
+        with self._lock:
+            if self._own is None:
+                self._own = start_session(self.service, None)
+            return self._own
+
+
+def calling_agent() -> str | None:
+    return agent_session(os.environ, Path.cwd(), Path.home())

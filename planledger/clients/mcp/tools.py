@@ -55,8 +55,10 @@ class Arguments(ArgModelBase):
 Handler = Callable[[dict[str, Any]], Awaitable[CallToolResult]]
 
 
-def build_tools(service: PlanLedger, default_session: str) -> list[Tool]:
-    """The four tools over `service`, writing to `default_session` unless a call names another."""
+def build_tools(service: PlanLedger, default: str | Callable[[], str]) -> list[Tool]:
+    """The four tools over `service`, writing to `default_session()` unless a call names
+    another (it is found, and opened, when a call needs it)."""
+    default_session: Callable[[], str] = (lambda: default) if isinstance(default, str) else default
 
     async def call(fn: Callable[[], CallToolResult]) -> CallToolResult:
         try:
@@ -189,9 +191,11 @@ def with_session(schema: dict[str, Any]) -> dict[str, Any]:
     return extended
 
 
-def checked_session(arguments: Mapping[str, Any], default: str) -> str:
+def checked_session(arguments: Mapping[str, Any], default: Callable[[], str]) -> str:
     try:
-        return session_of(arguments, default)
+        if arguments.get("session_id") is None:
+            return default()
+        return session_of(arguments, "")
     except BadArgument as error:
         raise results.failure(error) from None
 
