@@ -25,6 +25,11 @@ PLAN = [
     Reply(text="Planned."),
 ]
 OPEN_TASKS = "Task 1 [in_progress]: Write the parser"
+# The plan, then a fork that completes a task of its parent's.
+FORKED = {
+    "Plan the parser": PLAN,
+    "Try another way": [Reply.call("TaskUpdate", taskId="1", status="completed")],
+}
 
 
 def history(agent: ClaudeCode, session: str) -> list[dict[str, Any]]:
@@ -117,14 +122,7 @@ def test_a_resume_adds_the_plan_only_when_the_model_lacks_it(claude: ClaudeFacto
 
 
 def test_a_fork_holds_what_claudes_fork_holds_and_names_its_parent(claude: ClaudeFactory) -> None:
-    agent = claude(
-        by_prompt(
-            {
-                "Plan the parser": PLAN,
-                "Try another way": [Reply.call("TaskUpdate", taskId="1", status="completed")],
-            }
-        )
-    )
+    agent = claude(by_prompt(FORKED))
     parent = agent.run("Plan the parser")
     fork = agent.run("Try another way", "--resume", parent.session_id, "--fork-session")
     assert fork.session_id != parent.session_id
@@ -142,14 +140,7 @@ def test_a_fork_holds_what_claudes_fork_holds_and_names_its_parent(claude: Claud
 
 
 def test_import_of_what_claude_wrote_agrees_with_the_hooks(claude: ClaudeFactory) -> None:
-    agent = claude(
-        by_prompt(
-            {
-                "Plan the parser": PLAN,
-                "Try another way": [Reply.call("TaskUpdate", taskId="1", status="completed")],
-            }
-        )
-    )
+    agent = claude(by_prompt(FORKED))
     parent = agent.run("Plan the parser")
     fork = agent.run("Try another way", "--resume", parent.session_id, "--fork-session")
     projects = agent.sandbox.home / ".claude" / "projects"
@@ -179,14 +170,7 @@ def test_import_of_what_claude_wrote_agrees_with_the_hooks(claude: ClaudeFactory
 def test_a_call_claude_failed_is_not_imported(claude: ClaudeFactory, tmp_path: Path) -> None:
     """Without the hooks, Claude Code's fork fails an update of its parent's task ("Task not
     found", `toolUseResult.success: false`): the import records nothing of it."""
-    agent = claude(
-        by_prompt(
-            {
-                "Plan the parser": PLAN,
-                "Try another way": [Reply.call("TaskUpdate", taskId="1", status="completed")],
-            }
-        )
-    )
+    agent = claude(by_prompt(FORKED))
     (agent.sandbox.project / ".claude" / "settings.json").unlink()
     parent = agent.run("Plan the parser")
     fork = agent.run("Try another way", "--resume", parent.session_id, "--fork-session")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -115,12 +116,17 @@ def agent_id(event: Event) -> str | None:
 
 
 def task_list(event: Event) -> str:
-    """The ledger session of the task list: the shared one `CLAUDE_CODE_TASK_LIST_ID` names
-    (its id made a session id), else the session's own."""
-    shared = os.environ.get(TASK_LIST_ENV, "").strip()
+    """The ledger session of the event's task list."""
+    return task_list_session(os.environ, text_field(event, "session_id"))
+
+
+def task_list_session(env: Mapping[str, str], claude_session: str) -> str:
+    """The shared list `CLAUDE_CODE_TASK_LIST_ID` names (its id made a session id), else the
+    session's own, `claude-<session id>` (for the hooks and the MCP server alike)."""
+    shared = env.get(TASK_LIST_ENV, "").strip()
     if shared:
         return f"claude-tasks-{NOT_ID.sub('-', shared).strip('-.')[:110] or 'default'}"
-    return ledger_session(PREFIX, event)
+    return ledger_session(PREFIX, {"session_id": claude_session})
 
 
 def transcript_of(event: Event) -> Path | None:
@@ -197,7 +203,7 @@ def task_update(event: Event, context: HookContext, *, before: bool) -> Answer:
         payload,
         client=client_of(event),
         proposal_id=text_field(event, "tool_use_id"),
-        origin=origin_of(event),
+        origin=lambda: origin_of(event),
         on_first_use=lambda: import_transcript(event, context),
     )
     if before and decision.status != "committed":
@@ -242,7 +248,7 @@ def task_create(event: Event, context: HookContext, *, before: bool) -> Answer:
         task_create_payload(tool_input, task_id),
         client=client_of(event),
         proposal_id=text_field(event, "tool_use_id"),
-        origin=origin_of(event),
+        origin=lambda: origin_of(event),
     )
     return None
 
@@ -266,7 +272,7 @@ def task_created(event: Event, context: HookContext) -> None:
         payload,
         client=client_of(event),
         proposal_id=f"task-{NOT_ID.sub('-', task_id)[:100]}-created",
-        origin=origin_of(event),
+        origin=lambda: origin_of(event),
     )
 
 

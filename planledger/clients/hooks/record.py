@@ -66,17 +66,18 @@ def submit_payload(
     *,
     client: str,
     proposal_id: str | None,
-    origin: Origin | None = None,
+    origin: Origin | Callable[[], Origin] | None = None,
     on_first_use: Callable[[], None] | None = None,
 ) -> Decision:
-    """Propose and decide `payload`, opening the session (with `origin`) on first use, after
-    `on_first_use` (which may record what came before)."""
+    """Propose and decide `payload`, opening the session (with `origin`, or what it returns:
+    worked out only then) on first use, after `on_first_use` (which may record what came
+    before)."""
     try:
         return service.submit(session_id, payload, client=client, proposal_id=proposal_id)
     except SessionNotFound:
         if on_first_use is not None:
             on_first_use()
-        open_if_missing(service, session_id, origin)
+        open_if_missing(service, session_id, origin() if callable(origin) else origin)
         return service.submit(session_id, payload, client=client, proposal_id=proposal_id)
 
 

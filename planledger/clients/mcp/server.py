@@ -81,9 +81,9 @@ def serve_stdio(database: str | None, session_id: str | None) -> None:
     a JSON-RPC error)."""
     service = open_planledger(database)
     try:
-        if session_id is not None:
-            DefaultSession(service, session_id, calling_agent)()  # opened now, as asked
         session = DefaultSession(service, session_id, calling_agent)
+        if session_id is not None:
+            session()  # opened now, as asked
         anyio.run(run_stdio, build_server(service, session))
     finally:
         service.close()

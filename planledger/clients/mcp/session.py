@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import secrets
 import threading
 from collections.abc import Callable, Mapping
@@ -16,8 +15,6 @@ from typing import Any
 
 from domain.errors import SessionExists
 from planledger.service import PlanLedger
-
-NOT_ID = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class BadArgument(ValueError):
@@ -66,10 +63,9 @@ def agent_session(env: Mapping[str, str], cwd: Path, home: Path) -> str | None:
     only a progress token): its session is the one whose chat recording of this project folder
     was written last, `gemini-<sessionId>` as the hooks name it."""
     if env.get("CLAUDE_CODE_SESSION_ID"):  # Claude Code 2.1.332 gives its servers its session
-        shared = env.get("CLAUDE_CODE_TASK_LIST_ID", "").strip()
-        if shared:
-            return f"claude-tasks-{NOT_ID.sub('-', shared).strip('-.')[:110] or 'default'}"
-        return f"claude-{env['CLAUDE_CODE_SESSION_ID']}"
+        from planledger.clients.hooks.claude_code import task_list_session
+
+        return task_list_session(env, env["CLAUDE_CODE_SESSION_ID"])
     if env.get("GEMINI_SESSION_ID"):
         return f"gemini-{env['GEMINI_SESSION_ID']}"
     if env.get("GEMINI_CLI") == "1":
@@ -117,7 +113,8 @@ class DefaultSession:
             return start_session(self.service, self.requested)
         found = self.find()
         if found is not None:
-            source = found.split("-", 1)[0]
+            prefix = found.split("-", 1)[0]
+            source = {"claude": "claude-code"}.get(prefix, prefix)  # as the agents' hooks say
             with contextlib.suppress(SessionExists):  # the agent's hooks may have opened it
                 self.service.open_session(found, source=source)
             return found

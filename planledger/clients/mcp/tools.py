@@ -198,6 +198,8 @@ def checked_session(arguments: Mapping[str, Any], default: Callable[[], str]) ->
         return session_of(arguments, "")
     except BadArgument as error:
         raise results.failure(error) from None
+    except Exception as error:  # opening the default session met the store (down, say)
+        raise results.failure(error) from error
 
 
 def only(arguments: Mapping[str, Any], allowed: set[str]) -> None:
