@@ -39,7 +39,9 @@ POLICY_OF_FORM = {Form.STRICT: Policy.STRICT, Form.CODEX: Policy.REPLACE, Form.T
 
 ALLOWED_STATUSES: dict[Policy, frozenset[str]] = {
     Policy.STRICT: frozenset({"pending", "in_progress", "completed"}),
-    Policy.REPLACE: frozenset({"pending", "in_progress", "completed", "cancelled"}),
+    # `blocked`: a status an agent's own list tool declares (Gemini CLI's `write_todos`), kept
+    # as sent and not active; the ledger never denies a list the agent itself accepts.
+    Policy.REPLACE: frozenset({"pending", "in_progress", "completed", "cancelled", "blocked"}),
     Policy.TASKS: frozenset({"pending", "in_progress", "completed"}),
 }
 

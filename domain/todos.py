@@ -57,26 +57,11 @@ def _renamed(tool_input: Any, names: dict[str, str], payload: dict[str, Any]) ->
     return payload
 
 
-# Statuses Gemini CLI's `write_todos` declares beyond the Codex form's, and the Codex status each
-# stands for (a blocked item waits: it is not active). The list Gemini accepts is never denied
-# for them; the statuses as Gemini sent them are kept in the proposal's `explanation`.
-GEMINI_STATUSES = {"blocked": "pending"}
-
-
 def gemini_todo_payload(todos: Sequence[Any]) -> dict[str, Any]:
-    """A `write_todos` call (`todos: [{description, status}]`) in the Codex form: one mapping
-    for the hook and the importer, so both make the same proposal."""
-    steps = codex_steps(todos, "description")
-    kept: list[str] = []
-    for index, step in enumerate(steps):
-        status = step.get("status") if isinstance(step, dict) else None
-        if isinstance(status, str) and status in GEMINI_STATUSES:
-            step["status"] = GEMINI_STATUSES[status]
-            kept.append(f"step {index + 1} {status}")
-    payload: dict[str, Any] = {"plan": steps}
-    if kept:
-        payload["explanation"] = "Gemini statuses: " + ", ".join(kept)
-    return payload
+    """A `write_todos` call (`todos: [{description, status}]`) in the Codex form, Gemini's
+    statuses (`blocked` too) kept as sent: one mapping for the hook, the importer and the ACP
+    proxy, so all make the same proposal."""
+    return {"plan": codex_steps(todos, "description")}
 
 
 def gemini_call_id(turn: str, index: int) -> str:

@@ -125,8 +125,11 @@ def _render(
     lines.append(f"Current: {fit(current.title, 200)[0]}" if current else "Current: none")
     shown = pending[:NEXT_STEPS]
     items = [f"Next: {fit(s.title, 200)[0]}" for s in shown]
+    # Steps an agent's own list marks `blocked` wait: named after the next ones.
+    waiting = [f"Blocked: {fit(s.title, 200)[0]}" for s in view.steps if s.status == "blocked"]
     dropped = len(pending) - len(shown)
-    text, count, truncated = _fit_lines(lines, items, "pending", max_chars, dropped)
+    more = "steps" if waiting else "pending"
+    text, count, truncated = _fit_lines(lines, items + waiting, more, max_chars, dropped)
     return text, truncated or any(
         len(s.title) > 200 for s in [*shown[:count], *([current] if current else [])]
     )

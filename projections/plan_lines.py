@@ -7,7 +7,13 @@ from collections.abc import Iterable
 from domain.models import TaskOperation, Violation
 from projections.shapes import History, HistoryEntry, PlanView
 
-MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]", "cancelled": "[-]"}
+MARKS = {
+    "completed": "[x]",
+    "in_progress": "[>]",
+    "pending": "[ ]",
+    "cancelled": "[-]",
+    "blocked": "[!]",
+}
 
 
 def plan_lines(view: PlanView) -> list[str]:

@@ -15,6 +15,7 @@ STATUS_MARK = {
     "in_progress": ("[>]", "bold yellow"),
     "pending": ("[ ]", "default"),
     "cancelled": ("[-]", "dim strike"),
+    "blocked": ("[!]", "magenta"),
 }
 
 

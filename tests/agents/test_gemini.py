@@ -92,8 +92,7 @@ def test_a_blocked_item_gemini_accepts_is_never_denied(gemini: GeminiFactory) ->
     told = agent.model.requests[-1].conversation.results()[-1]
     assert not told.is_error and "[blocked] Test the parser" in told.text, told
     plan = agent.sandbox.plan(session)
-    assert [s["status"] for s in plan["steps"]] == ["in_progress", "pending"]
-    # Recorded waiting (not active); the proposal's explanation keeps "step 2 blocked".
+    assert [s["status"] for s in plan["steps"]] == ["in_progress", "blocked"]  # kept as sent
     assert [e["kind"] for e in history(agent, session)] == ["proposed", "committed"]
 
 

@@ -114,3 +114,16 @@ def test_priorities_survive_a_new_book_and_stay_apart_per_database(tmp_path: Pat
     memory = PriorityBook(None, url)
     memory.record("s", "p2", {"a": "low"})
     assert memory.lookup("s", "p2") == {"a": "low"}
+
+
+def test_a_blocked_step_an_agent_sent_shows_pending_and_named() -> None:
+    steps = [
+        Step(id="a", title="Write", status="in_progress"),
+        Step(id="b", title="Test", status="blocked"),
+    ]
+    assert plan_entries(steps)[1] == {
+        "content": "Test [blocked]",
+        "priority": "medium",
+        "status": "pending",
+    }
+    PlanEntry.model_validate(plan_entries(steps)[1])

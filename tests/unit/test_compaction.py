@@ -105,3 +105,9 @@ def test_a_task_list_hands_over_its_open_tasks_as_many_as_fit(max_chars: int) ->
     ]
     if max_chars == 130:
         assert snap.text.endswith("Fix it\n(+2 more open tasks)") and snap.truncated is True
+
+
+def test_a_blocked_step_is_named_as_waiting_not_as_next() -> None:
+    snap = summarise(view(("a", "Write it", "in_progress"), ("b", "Test it", "blocked")))
+    assert snap.next == [] and snap.current is not None and snap.current.id == "a"
+    assert snap.text.splitlines()[-1] == "Blocked: Test it"

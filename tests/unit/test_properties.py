@@ -29,7 +29,7 @@ CODEX_STEP_FIELDS = {"step", "status"}
 MODE_FIELDS = {"mode", "collaboration_mode"}
 STATUSES = {
     "strict": {"pending", "in_progress", "completed"},
-    "replace": {"pending", "in_progress", "completed", "cancelled"},
+    "replace": {"pending", "in_progress", "completed", "cancelled", "blocked"},
 }
 ID_CHARS = re.compile(r"[A-Za-z0-9._-]{1,64}")
 

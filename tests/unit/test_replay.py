@@ -375,10 +375,10 @@ CODEX_FORGERIES = [
         id="two-in-progress",
     ),
     pytest.param(
-        lambda ev: forge_commit(ev, "p2", snapshot(("a", "blocked"), title=None)),
+        lambda ev: forge_commit(ev, "p2", snapshot(("a", "done"), title=None)),
         "invalid_status",
         5,
-        id="blocked",
+        id="unknown-status",
     ),
     pytest.param(
         lambda ev: forge_commit(

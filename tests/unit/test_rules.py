@@ -307,8 +307,8 @@ SINGLE_CASES = [
     ),
     pytest.param(
         codex(cx("A"), cx("B", "blocked")),
-        [V("invalid_status", index=1)],
-        id="codex-invalid_status-blocked",
+        [],
+        id="codex-blocked-an-agents-own-status",
     ),
     pytest.param(
         codex(cx("A"), cx("B", "done")),
@@ -639,7 +639,7 @@ def test_codex_reports_every_violation_at_once() -> None:
         cx("A", "in_progress"),
         cx("B", "in_progress"),
         cx("  "),
-        cx("C", "blocked"),
+        cx("C", "stuck"),
         cx("z" * 501),
         {"step": "D", "status": "pending", "priority": "high"},
         goal_id="ghost",
@@ -778,11 +778,12 @@ def snap(*steps: tuple[str, str], title: str | None = "T") -> PlanSnapshot:
         ),
         pytest.param(Policy.STRICT, snap(title=None), ["blank_title"], id="strict-none-title"),
         pytest.param(Policy.REPLACE, snap(("a", "cancelled")), [], id="replace-cancelled"),
+        pytest.param(Policy.REPLACE, snap(("a", "blocked")), [], id="replace-blocked"),
         pytest.param(
             Policy.STRICT, snap(("a", "cancelled")), ["invalid_status"], id="strict-cancelled"
         ),
         pytest.param(
-            Policy.REPLACE, snap(("a", "blocked")), ["invalid_status"], id="replace-blocked"
+            Policy.REPLACE, snap(("a", "stuck")), ["invalid_status"], id="replace-unknown-status"
         ),
         pytest.param(
             Policy.REPLACE,
