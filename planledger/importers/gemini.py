@@ -10,7 +10,8 @@ write_todos call of that turn), as the hook names it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -63,3 +64,29 @@ def read_gemini(path: Path, errors: Errors, advance: Callable[[int], None]) -> l
                 )
             )
     return calls
+
+
+def gemini_config(env: Mapping[str, str], home: Path) -> Path:
+    """Gemini CLI's folder: `$GEMINI_CLI_HOME/.gemini`, else `<home>/.gemini` (as 0.61 finds
+    it)."""
+    return Path(env.get("GEMINI_CLI_HOME") or home) / ".gemini"
+
+
+def find_recording(config: Path, session_id: str) -> Path | None:
+    """The chat recording of Gemini session `session_id` (`tmp/<project>/chats/
+    session-<time>-<first 8 characters of the id>.jsonl`, its header naming the session)."""
+    for chat in sorted((config / "tmp").glob(f"*/chats/session-*-{session_id[:8]}.json*")):
+        if recorded_session(chat) == session_id:
+            return chat
+    return None
+
+
+def recorded_session(chat: Path) -> str | None:
+    """The `sessionId` of a chat recording's header line (None: unreadable or none)."""
+    try:
+        with chat.open("rb") as file:
+            header = json.loads(file.readline())
+    except (OSError, ValueError):
+        return None
+    session = header.get("sessionId") if isinstance(header, dict) else None
+    return session if isinstance(session, str) and session else None

@@ -105,6 +105,12 @@ class Gemini:
             assert run.code == 0, (run.code, result.stdout[-3000:], run.stderr[-3000:])
         return run
 
+    def acp_command(self) -> list[str]:
+        """Gemini in ACP mode behind the ledger's proxy, as the README says."""
+        from tests.e2e.test_cli import planledger_command
+
+        return [planledger_command(), "acp", "--", str(self.binary), "--acp", "-m", MODEL]
+
     def recordings(self) -> list[Path]:
         """Gemini's chat recordings (`~/.gemini/tmp/<project>/chats/`)."""
         return sorted((self.config / "tmp").glob("*/chats/*"))

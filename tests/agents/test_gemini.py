@@ -3,6 +3,7 @@ the scripted model: what the ledger records, and what Gemini sends the model nex
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +15,7 @@ from tests.agents.model.conversation import Reply
 from tests.agents.model.scripts import by_prompt
 from tests.agents.model.server import Script, ScriptedModel
 from tests.agents.rig import Sandbox
+from tests.e2e.acp_editor import Editor, connect, initialize, prompt
 
 GeminiFactory = Callable[[Script], Gemini]
 
@@ -168,3 +170,49 @@ def test_import_of_the_recordings_agrees_with_the_hooks(gemini: GeminiFactory) -
 def history_of(sandbox: Sandbox, session: str) -> list[dict[str, Any]]:
     entries: list[dict[str, Any]] = sandbox.planledger_json("plan", "history", session)["entries"]
     return entries
+
+
+def test_behind_the_acp_proxy_the_plan_is_read_from_gemini_s_recording(
+    gemini: GeminiFactory,
+) -> None:
+    # Gemini 0.61 in ACP mode sends no plan updates and runs no hooks; its write_todos calls
+    # reach the editor as "Set 2 todo(s)" only. The proxy reads them from the chat recording.
+    done = [{**TODOS[0], "status": "completed"}, {**TODOS[1], "status": "in_progress"}]
+    long = [{"description": "x" * 501, "status": "in_progress"}]
+    turns = [Reply.call("write_todos", todos=done), Reply.call("write_todos", todos=long)]
+    agent = gemini(script(**{"Go on": [*turns, Reply(text="Done.")]}))
+    editor, acp_session = asyncio.run(asyncio.wait_for(editor_session(agent), 120))
+    session = f"gemini-{acp_session}"
+
+    assert [e["kind"] for e in history(agent, session)] == [
+        *("proposed", "committed") * 2,
+        *("proposed", "rejected"),
+    ]
+    assert agent.sandbox.sessions()[session]["source"] == "acp-proxy"
+    # The editor got each committed plan right after the call that made it, and nothing for
+    # the one the ledger refused.
+    plans = [[(e["content"], e["status"]) for e in plan] for plan in editor.plans(acp_session)]
+    assert plans == [
+        [("Write the parser", "in_progress"), ("Test the parser", "pending")],
+        [("Write the parser", "completed"), ("Test the parser", "in_progress")],
+    ]
+    kinds = [u["sessionUpdate"] for u in editor.updates(acp_session)]
+    first_call_done = kinds.index("tool_call_update")
+    assert kinds[first_call_done + 1] == "plan", kinds
+
+    again = agent.sandbox.planledger_json("import", "gemini", str(agent.config / "tmp"))
+    assert [(s["session_id"], s["committed"], s["skipped"]) for s in again["sessions"]] == [
+        (session, 0, 3)
+    ]
+
+
+async def editor_session(agent: Gemini) -> tuple[Editor, str]:
+    """An editor's session with Gemini through the proxy: two prompts, each answered."""
+    command, *args = agent.acp_command()
+    async with connect(command, *args, env=agent.env()) as (conn, _, editor):
+        await initialize(conn)
+        session = await conn.new_session(cwd=str(agent.sandbox.project), mcp_servers=[])
+        for text in ("Plan the parser", "Go on"):
+            answer = await prompt(conn, session.session_id, text)
+            assert answer.stop_reason == "end_turn"
+    return editor, session.session_id

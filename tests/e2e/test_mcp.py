@@ -197,7 +197,7 @@ def test_core_flow_then_cli_history_shows_exactly_the_calls(any_server: Server) 
                     {"step": "One", "status": "in_progress"},
                     {"step": "Two", "status": "in_progress"},
                     {"step": "   ", "status": "pending"},
-                    {"step": "Four", "status": "blocked"},
+                    {"step": "Four", "status": "done"},
                     {"step": "x" * 501, "status": "pending"},
                 ],
                 "mode": "plan",

@@ -5,7 +5,8 @@ permission requests, fs and terminal calls, cancellation, extension methods), ex
 `plan` updates: each is recorded in ledger session `acp-<sessionId>`, and the editor receives the
 committed plan instead, or nothing when the ledger rejected it. The plan updates an agent sends
 while it answers a `session/load` replay what it sent before: they are relayed as they are and
-not recorded again. If the ledger cannot be used
+not recorded again. An agent that sends no `plan` updates but keeps a chat recording (Gemini
+CLI) has its plan read from there (`gemini_fallback`). If the ledger cannot be used
 (database down), plan updates pass through unchanged and the reason goes to stderr: a broken
 ledger never stops the agent's work. The proxy exits with the agent's status.
 """
@@ -15,17 +16,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
+from planledger.clients.acp.gemini_fallback import (
+    TOOL_CALL_PREFIX,
+    RecordingFollower,
+    finished_todo_call,
+)
 from planledger.clients.acp.recording import PlanRecorder, is_plan_update, open_recorder
 from planledger.clients.acp.stdio import LINE_LIMIT, stdio_streams
+from planledger.importers.gemini import gemini_config
 from planledger.service import PlanLedger
 
 EXIT_GRACE_SECONDS = 5.0
 PLAN_MARK = b"plan"
 LOAD_MARK = b"session/load"
+PROMPT_MARK = b"session/prompt"
+TODO_MARK = TOOL_CALL_PREFIX.encode()
+RECORDING_WAIT, RECORDING_POLL = 2.0, 0.02  # seconds: how long a finished call may take to show
 
 
 def exit_status(returncode: int) -> int:
@@ -39,6 +52,14 @@ class Proxy:
         self._recorder: asyncio.Task[PlanRecorder] | None = None
         # `session/load` requests the agent has not answered: request id -> ACP session id
         self._loading: dict[str, str] = {}
+        # `session/prompt` requests of sessions with todo calls and no plan updates (the
+        # recording fallback's): request id -> ACP session id
+        self._prompts: dict[str, str] = {}
+        self._todo_sessions: set[str] = set()  # a write_todos call seen
+        self._planned: set[str] = set()  # sent `plan` updates: no fallback needed
+        self._follower: RecordingFollower | None = None
+        self._following: dict[str, list[asyncio.Task[None]]] = {}  # calls awaited, by session
+        self._catching = asyncio.Lock()
 
     async def run(self, command: Sequence[str]) -> int:
         try:
@@ -82,6 +103,8 @@ class Proxy:
             while line := await editor_in.readline():
                 if LOAD_MARK in line:
                     self._note_load(line)
+                elif PROMPT_MARK in line:
+                    self._note_prompt(line)
                 agent_in.write(line)
                 await agent_in.drain()
         except (ConnectionError, OSError):
@@ -104,11 +127,17 @@ class Proxy:
         while line := await agent_out.readline():
             if self._loading:
                 self._note_answer(line)
+            answered = self._answered_prompt(line) if self._prompts else None
+            if answered is not None:  # the turn's plan, before the turn's end
+                await asyncio.gather(*self._following.pop(answered, []))
+                await self._catch_up(answered, editor_out)
             if PLAN_MARK in line:
                 relayed = await self._plan_line(line)
                 if relayed is None:
                     continue
                 line = relayed
+            elif TODO_MARK in line:
+                self._follow_todo_call(line, editor_out)
             try:
                 editor_out.write(line)
                 await editor_out.drain()
@@ -135,6 +164,70 @@ class Proxy:
             if isinstance(message, dict) and "id" in message and "method" not in message:
                 self._loading.pop(json.dumps(message["id"]), None)
 
+    def _note_prompt(self, line: bytes) -> None:
+        message = _json(line)
+        if not isinstance(message, dict) or message.get("method") != "session/prompt":
+            return
+        params = message.get("params")
+        session_id = params.get("sessionId") if isinstance(params, dict) else None
+        if "id" in message and isinstance(session_id, str):
+            self._prompts[json.dumps(message["id"])] = session_id
+
+    def _answered_prompt(self, line: bytes) -> str | None:
+        """The session of the prompt `line` answers, when the fallback follows it."""
+        message = _json(line)
+        if not isinstance(message, dict) or "id" not in message or "method" in message:
+            return None
+        session_id = self._prompts.pop(json.dumps(message["id"]), None)
+        return session_id if session_id in self._todo_sessions else None
+
+    def _follow_todo_call(self, line: bytes, editor_out: asyncio.StreamWriter) -> None:
+        """A finished write_todos call of a session without plan updates: read it from the
+        recording once the recording holds it (in the background: the relay goes on)."""
+        finished = finished_todo_call(_json(line))
+        if finished is None:
+            return
+        session_id, call_id = finished
+        if session_id in self._planned or session_id in self._loading.values():
+            return  # the agent sends plans itself, or replays calls already read
+        self._todo_sessions.add(session_id)
+        task = asyncio.create_task(self._catch_up(session_id, editor_out, call_id))
+        self._following.setdefault(session_id, []).append(task)
+        task.add_done_callback(lambda done: _discard(self._following, session_id, done))
+
+    async def _catch_up(
+        self, session_id: str, editor_out: asyncio.StreamWriter, call_id: str | None = None
+    ) -> None:
+        """Read the agent's recording of `session_id` (once it holds `call_id`, or after
+        `RECORDING_WAIT` seconds); send the editor its plan if it moved."""
+        assert self._recorder is not None
+        try:
+            recorder = await self._recorder
+            if self._follower is None:
+                config = gemini_config(os.environ, Path.home())
+                self._follower = RecordingFollower(recorder.service, config)
+            follower = self._follower
+            if call_id is not None:
+                deadline = asyncio.get_running_loop().time() + RECORDING_WAIT
+                while not await asyncio.to_thread(follower.holds, session_id, call_id):
+                    if asyncio.get_running_loop().time() > deadline:
+                        break
+                    await asyncio.sleep(RECORDING_POLL)
+            async with self._catching:
+                update = await asyncio.to_thread(follower.catch_up, session_id)
+        except Exception as error:
+            first = (str(error).strip().splitlines() or [""])[0][:300]
+            print(
+                f"planledger acp: cannot read the agent's recording ({type(error).__name__}: "
+                f"{first}); its plan goes unrecorded",
+                file=sys.stderr,
+            )
+            return
+        if update is not None:
+            with contextlib.suppress(ConnectionError, OSError):  # the relay sees the editor gone
+                editor_out.write(_line(update))
+                await editor_out.drain()
+
     async def _plan_line(self, line: bytes) -> bytes | None:
         """The line to forward in place of `line` (itself unless it is a plan update)."""
         try:
@@ -145,6 +238,7 @@ class Proxy:
             return line
         if message["params"].get("sessionId") in self._loading.values():
             return line  # a replay of what was recorded when the agent first sent it
+        self._planned.add(message["params"].get("sessionId"))
         assert self._recorder is not None
         try:
             recorder = await self._recorder
@@ -159,7 +253,23 @@ class Proxy:
             return line
         if relayed is None:
             return None
-        return (json.dumps(relayed, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        return _line(relayed)
+
+
+def _json(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+def _discard(tasks: dict[str, list[asyncio.Task[None]]], key: str, task: Any) -> None:
+    with contextlib.suppress(KeyError, ValueError):
+        tasks[key].remove(task)
+
+
+def _line(message: dict[str, Any]) -> bytes:
+    return (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 
 async def serve_proxy(command: Sequence[str], open_service: Callable[[], PlanLedger]) -> int:

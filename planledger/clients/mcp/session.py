@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from domain.errors import SessionExists
+from planledger.importers.gemini import gemini_config, recorded_session
 from planledger.service import PlanLedger
 
 
@@ -69,7 +70,7 @@ def agent_session(env: Mapping[str, str], cwd: Path, home: Path) -> str | None:
     if env.get("GEMINI_SESSION_ID"):
         return f"gemini-{env['GEMINI_SESSION_ID']}"
     if env.get("GEMINI_CLI") == "1":
-        return gemini_recorded_session(cwd, home / ".gemini")
+        return gemini_recorded_session(cwd, gemini_config(env, home))
     return None
 
 
@@ -86,13 +87,8 @@ def gemini_recorded_session(cwd: Path, config: Path) -> str | None:
         (config / "tmp" / short / "chats").glob("*.json*"), key=lambda path: path.stat().st_mtime
     )
     for chat in reversed(chats):
-        try:
-            with chat.open("rb") as file:
-                first = json.loads(file.readline())
-        except (OSError, ValueError):
-            continue
-        session = first.get("sessionId") if isinstance(first, dict) else None
-        if isinstance(session, str) and session:
+        session = recorded_session(chat)
+        if session is not None:
             return f"gemini-{session}"
     return None
 
