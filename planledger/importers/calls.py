@@ -19,7 +19,9 @@ class PlanCall:
     is counted and not recorded. `created_task`: the task id a task-form create made (a task is
     created once, whichever hook or import records it). `replay_of`: the ledger sessions whose
     history the line repeats (a Codex fork's copy of its parent's): a call already recorded in
-    one of them is not recorded again. `parent_session_id` and `cwd` describe the session."""
+    one of them is not recorded again. `renumbers`: on the deletion that makes room for a task
+    Claude Code numbered anew, the call id of the create that reuses the id (the two are
+    recorded together or not at all). `parent_session_id` and `cwd` describe the session."""
 
     session_id: str
     call_id: str
@@ -31,6 +33,7 @@ class PlanCall:
     cwd: str | None = None
     created_task: str | None = None
     replay_of: tuple[str, ...] = ()
+    renumbers: str | None = None
 
 
 def parse_timestamp(value: Any, fallback: datetime) -> datetime:

@@ -26,13 +26,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from domain.todos import codex_steps, task_create_payload, task_update_payload
-from planledger.importers.calls import EARLIEST, PlanCall, parse_timestamp
+from planledger.importers.calls import EARLIEST, PlanCall, in_record_order, parse_timestamp
 from planledger.importers.lines import describe, records
 from planledger.importers.report import Errors, LineError
 
@@ -258,7 +258,40 @@ def claude_calls(
                 errors.append(LineError(path=use.path, line=use.line, message=call))
             else:
                 calls.append(call)
-    return calls
+    return renumbered(calls)
+
+
+def renumbered(calls: Sequence[PlanCall]) -> list[PlanCall]:
+    """`calls` in record order, where Claude Code created a task under an id an earlier task of
+    another subject holds (it numbers from 1 again once its task files are cleaned up and the
+    session resumes), preceded by the deletion of that earlier task (its history kept): the
+    hooks record the same deletion under the same id, `<create's tool_use_id>-renumbered`."""
+    subjects: dict[tuple[str, str], Any] = {}  # (ledger session, task id) -> its subject
+    ordered: list[PlanCall] = []
+    for call in in_record_order(calls):
+        payload = call.payload or {}
+        task_id = payload.get("id")
+        key = (call.session_id, task_id if isinstance(task_id, str) else "")
+        if call.created_task is not None:
+            if key in subjects and subjects[key] != payload.get("title"):
+                deletion = {"op": "update", "id": call.created_task, "status": "deleted"}
+                ordered.append(
+                    replace(
+                        call,
+                        call_id=f"{call.call_id}-renumbered",
+                        payload=deletion,
+                        created_task=None,
+                        renumbers=call.call_id,
+                    )
+                )
+            subjects[key] = payload.get("title")
+        elif payload.get("op") == "update" and key in subjects:
+            if payload.get("status") == "deleted":
+                del subjects[key]
+            elif "title" in payload:
+                subjects[key] = payload["title"]
+        ordered.append(call)
+    return ordered
 
 
 def _call(

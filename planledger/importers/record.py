@@ -101,14 +101,21 @@ def record_sessions(
             validate_id(session_id)
             known = holds(session_id)
             origin = _origin(source, calls)
+            renumbering = {call.renumbers for call in calls if call.renumbers is not None}
             fresh = [
                 call
                 for call in calls
                 if call.payload is not None
                 and call.call_id not in known.proposal_ids
-                and (call.created_task is None or call.created_task not in known.task_ids)
+                and (
+                    call.created_task is None
+                    or call.created_task not in known.task_ids
+                    or call.call_id in renumbering  # the id's earlier task makes room for it
+                )
                 and not (call.replay_of and replayed(call))
             ]
+            kept = {call.call_id for call in fresh}
+            fresh = [call for call in fresh if call.renumbers is None or call.renumbers in kept]
         except LedgerError as error:
             if error.kind not in REPORTED_KINDS:
                 raise

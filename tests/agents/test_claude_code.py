@@ -12,6 +12,7 @@ from tests.agents.claude import ClaudeCode
 from tests.agents.model.conversation import Call, Reply
 from tests.agents.model.scripts import by_prompt
 from tests.agents.model.server import Script
+from tests.agents.rig import Sandbox
 
 ClaudeFactory = Callable[[Script], ClaudeCode]
 
@@ -227,6 +228,17 @@ def test_a_list_claude_numbers_anew_goes_on_in_the_same_session(claude: ClaudeFa
     assert steps["1"] == ("Ship it", "in_progress")
     titles = [e["operation"]["title"] for e in history(agent, session) if e["kind"] == "proposed"]
     assert "Write the parser" in titles  # the earlier task 1 stays in the history
+
+    # The transcript alone, imported into a ledger of its own, gives the same plan, and an
+    # import after the hooks adds nothing (the same ids for the same calls).
+    projects = str(agent.sandbox.home / ".claude" / "projects")
+    assert (
+        agent.sandbox.planledger_json("import", "claude", projects)["sessions"][0]["committed"] == 0
+    )
+    fresh = Sandbox(agent.sandbox.root / "fresh").make()
+    alone = fresh.planledger_json("import", "claude", projects)
+    assert alone["errors"] == [] and alone["sessions"][0]["rejected"] == 0, alone
+    assert fresh.plan(session)["steps"] == agent.sandbox.plan(session)["steps"]
 
 
 def test_mcp_calls_land_in_claudes_own_session(claude: ClaudeFactory) -> None:

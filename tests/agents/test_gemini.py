@@ -141,6 +141,22 @@ def test_mcp_calls_land_in_the_gemini_session(gemini: GeminiFactory) -> None:
     assert agent.sandbox.plan(session)["steps"][0]["status"] == "in_progress"
 
 
+def test_an_mcp_rejection_reaches_the_model_with_its_codes(gemini: GeminiFactory) -> None:
+    plan = [{"step": "A", "status": "in_progress"}, {"step": "B", "status": "in_progress"}]
+    agent = gemini(
+        script(**{"Use the ledger": [Reply.call("mcp_planledger_update_plan", plan=plan)]})
+    )
+    add_mcp_server(agent)
+    agent.run("Use the ledger")
+
+    told = agent.model.requests[-1].conversation.results()[-1]
+    # Gemini 0.61 hands the model every MCP tool error as its own JSON dump of the whole result
+    # ("MCP tool 'update_plan' reported tool error ... with response: [...]"): the ledger's
+    # text leads it, each violation a sentence after its code.
+    assert told.is_error and "reported tool error" in told.text, told
+    assert "- multiple_in_progress: 2 steps are in_progress" in told.text, told
+
+
 def test_import_of_the_recordings_agrees_with_the_hooks(gemini: GeminiFactory) -> None:
     blocked = [TODOS[0], {"description": "Test the parser", "status": "blocked"}]
     long = [TODOS[0], {"description": "x" * 501, "status": "pending"}]

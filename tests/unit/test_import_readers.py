@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from planledger.importers.calls import PlanCall, in_record_order, parse_timestamp
-from planledger.importers.claude import claude_calls, read_claude, todos_payload
+from planledger.importers.claude import claude_calls, read_claude, renumbered, todos_payload
 from planledger.importers.codex import read_codex
 from planledger.importers.lines import find_files, records
 from planledger.importers.report import LineError
@@ -352,3 +352,25 @@ def test_claude_lines_nested_too_deep_are_reported_and_the_rest_read(tmp_path: P
     assert [c.call_id for c in calls] == [first, second]
     assert [(e.path, e.line) for e in errors] == [(str(path), 3), (str(path), 4), (str(path), 5)]
     assert all("too deep" in e.message for e in errors), errors
+
+
+def test_a_task_id_claude_code_reuses_for_another_subject_first_frees_it() -> None:
+    def at(second: int) -> datetime:
+        return datetime(2025, 1, 1, 10, 0, second, tzinfo=UTC)
+
+    def create(call_id: str, task: str, title: str, second: int) -> PlanCall:
+        payload = {"op": "create", "id": task, "title": title}
+        return PlanCall("s", call_id, payload, at(second), "f", second, created_task=task)
+
+    renamed = PlanCall("s", "u", {"op": "update", "id": "2", "title": "Test"}, at(3), "f", 3)
+    calls = [
+        create("a", "1", "Write", 1),
+        create("b", "2", "Check", 2),
+        renamed,
+        create("c", "2", "Test", 4),  # the same task, retitled: no renumbering
+        create("d", "1", "Ship", 5),  # numbered anew
+    ]
+    ordered = renumbered(calls)
+    assert [c.call_id for c in ordered] == ["a", "b", "u", "c", "d-renumbered", "d"]
+    assert ordered[4].payload == {"op": "update", "id": "1", "status": "deleted"}
+    assert ordered[4].renumbers == "d" and ordered[4].created_task is None
