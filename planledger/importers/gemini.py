@@ -6,7 +6,8 @@ records (`id`, `timestamp`, `type`: `user` | `gemini`, ...), written again under
 as they grow (a model turn first without, then with its `toolCalls`), and `$set` updates (a
 resume or a compression replaces `messages` with the history as it then stands: a replay, not
 new calls). Each call of a turn's last record is one call: proposal id `<turn id>-<n>` (the nth
-write_todos call of that turn), as the hook names it."""
+write_todos call of that turn), as the hook names it. A subagent's recording (`kind:
+"subagent"`, in `chats/<parent sessionId>/`) is a session of its own, its parent recorded."""
 
 from __future__ import annotations
 
@@ -27,12 +28,15 @@ REFUSED = "The plan ledger refused"  # a call the hook denied: recorded (rejecte
 
 def read_gemini(path: Path, errors: Errors, advance: Callable[[int], None]) -> list[PlanCall]:
     session: str | None = None
+    parent: str | None = None
     turns: dict[str, tuple[int, dict[str, Any]]] = {}  # turn id -> (line, its latest record)
     for number, record in records(path, MARKERS, errors, advance):
         if not isinstance(record, dict):
             continue
         if session is None and isinstance(record.get("sessionId"), str) and "kind" in record:
             session = f"gemini-{record['sessionId']}"
+            if record["kind"] == "subagent":
+                parent = f"gemini-{path.parent.name}"
         turn = record.get("id")
         if record.get("type") == "gemini" and isinstance(turn, str):
             turns[turn] = (number, record)
@@ -61,6 +65,7 @@ def read_gemini(path: Path, errors: Errors, advance: Callable[[int], None]) -> l
                     at=at,
                     path=str(path),
                     line=number,
+                    parent_session_id=parent,
                 )
             )
     return calls

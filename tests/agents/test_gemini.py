@@ -157,6 +157,48 @@ def test_an_mcp_rejection_reaches_the_model_with_its_codes(gemini: GeminiFactory
     assert "- multiple_in_progress: 2 steps are in_progress" in told.text, told
 
 
+def test_a_subagent_s_list_is_its_own_and_the_main_plan_stays(gemini: GeminiFactory) -> None:
+    # Gemini fires a subagent's BeforeTool with the main session's id and recording.
+    own = [{"description": "Read the grammar", "status": "in_progress"}]
+    agent = gemini(
+        script(
+            **{
+                "Delegate": [
+                    Reply.call("invoke_agent", agent_name="generalist", prompt="SUBTASK grammar"),
+                    Reply(text="Delegated."),
+                ],
+                "SUBTASK grammar": [
+                    Reply.call("write_todos", todos=own),
+                    Reply.call("complete_task", result="Read it."),
+                ],
+            }
+        )
+    )
+    main = agent.run("Plan the parser")
+    agent.run("Delegate", "--resume", "latest")
+
+    session = f"gemini-{main.session_id}"
+    assert [s["title"] for s in agent.sandbox.plan(session)["steps"]] == [
+        "Write the parser",
+        "Test the parser",
+    ]
+    sessions = agent.sandbox.sessions()
+    [subagent] = [row for row in sessions.values() if row["parent_session_id"] == session]
+    assert [s["title"] for s in agent.sandbox.plan(subagent["session_id"])["steps"]] == [
+        "Read the grammar"
+    ]
+    # The recordings alone give the same sessions and plans, each call under the same id.
+    fresh = Sandbox(agent.sandbox.root / "fresh").make()
+    fresh.planledger_json("import", "gemini", str(agent.config / "tmp"))
+    assert {k: v["parent_session_id"] for k, v in fresh.sessions().items()} == {
+        k: v["parent_session_id"] for k, v in sessions.items()
+    }
+    for name in sessions:
+        assert history_of(fresh, name) and [e["proposal_id"] for e in history_of(fresh, name)] == [
+            e["proposal_id"] for e in history(agent, name)
+        ]
+
+
 def test_import_of_the_recordings_agrees_with_the_hooks(gemini: GeminiFactory) -> None:
     blocked = [TODOS[0], {"description": "Test the parser", "status": "blocked"}]
     long = [TODOS[0], {"description": "x" * 501, "status": "pending"}]

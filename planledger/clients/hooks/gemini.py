@@ -4,7 +4,10 @@ re-injected on resume and after Gemini compresses its context.
 - `BeforeTool` of `write_todos`: propose `tool_input.todos` (description → step) to
   `gemini-<session_id>`; a rejected list gets `{"decision": "deny", "reason": ...}`, which Gemini
   sends to the model as the tool's error. Gemini's event carries no tool-call id, so the ledger
-  names the proposal.
+  names the proposal. A subagent's (`invoke_agent`) `write_todos` fires the same event, with the
+  main session's id and recording: the list is its own, in `gemini-<its sessionId>` (parent
+  recorded), found as the subagent recording (`chats/<session_id>/*.jsonl`, `kind: "subagent"`)
+  written after the main one: the recording of the turn whose call is about to run.
 - The experimental task tracker (`experimental.taskTracker`), in the task form on the same
   session: `tracker_update_task` and `tracker_add_dependency` are decided before they run and
   denied when rejected; `tracker_create_task` is checked before it runs and recorded after it
@@ -37,6 +40,7 @@ from planledger.clients.hooks.record import (
     plan_context,
     refusal,
     submit_payload,
+    text_field,
 )
 from planledger.clients.hooks.runner import Answer, Event, HookContext, HookInputError
 
@@ -92,8 +96,13 @@ def write_todos(event: Event, context: HookContext) -> Answer:
         raise HookInputError("tool_input.todos is not a list of objects")
     payload = gemini_todo_payload(todos)
     service = context.service()
-    session_id = ledger_session(PREFIX, event)
-    turn = last_model_turn(event.get("transcript_path"))
+    session_id, origin = ledger_session(PREFIX, event), origin_of(event)
+    recording = event.get("transcript_path")
+    subagent = acting_subagent(recording, text_field(event, "session_id"))
+    if subagent is not None:
+        recording, sub_session = subagent
+        session_id, origin = f"{PREFIX}-{sub_session}", origin_of(event, parent=session_id)
+    turn = last_model_turn(recording)
     for index in range(MAX_CALLS_PER_TURN if turn else 1):
         proposal_id = gemini_call_id(turn, index) if turn else None
         decision = submit_payload(
@@ -102,11 +111,32 @@ def write_todos(event: Event, context: HookContext) -> Answer:
             payload,
             client=CLIENT,
             proposal_id=proposal_id,
-            origin=origin_of(event),
+            origin=origin,
         )
         if not any(v.code == "proposal_id_reused" for v in decision.violations):
             break
     return deny(decision, TOOL, whole_list=True) if decision.status == "rejected" else None
+
+
+def acting_subagent(transcript: Any, session: str) -> tuple[str, str] | None:
+    """(recording, sessionId) of the subagent whose turn is running, if one is: its recording
+    (beside the main one, `<chats>/<session>/`) was written after the main recording."""
+    if not isinstance(transcript, str) or not transcript:
+        return None
+    main = Path(transcript)
+    try:
+        since = main.stat().st_mtime_ns
+        subagents = [(p.stat().st_mtime_ns, p) for p in (main.parent / session).glob("*.jsonl")]
+    except OSError:
+        return None
+    for written, path in sorted(subagents, reverse=True):
+        if written < since:
+            break
+        header = next(iter(_records(str(path), 0)), {})
+        sub_session = header.get("sessionId")
+        if header.get("kind") == "subagent" and isinstance(sub_session, str) and sub_session:
+            return str(path), sub_session
+    return None
 
 
 def last_model_turn(transcript: Any) -> str | None:
@@ -188,8 +218,8 @@ def _write_mark(mark: Path, data: dict[str, Any]) -> None:
     mark.write_text(json.dumps(data))
 
 
-def origin_of(event: Event) -> Origin:
-    return Origin(source=SOURCE, cwd=event_cwd(event))
+def origin_of(event: Event, parent: str | None = None) -> Origin:
+    return Origin(source=SOURCE, parent_session_id=parent, cwd=event_cwd(event))
 
 
 def deny(decision: Any, tool: str, *, whole_list: bool) -> dict[str, Any]:
