@@ -1,11 +1,16 @@
 """Codex rollouts: `update_plan` function calls, in the ledger session `codex-<id>` that the
-file's first `session_meta` names."""
+file's first `session_meta` names.
+
+Only Codex's own plan calls that Codex applied: a call with a `namespace` is an MCP server's
+tool (`mcp__planledger`'s `update_plan`, recorded by that server), and a call whose
+`function_call_output` says a hook blocked it or its arguments did not parse changed nothing in
+Codex (counted as skipped)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -14,7 +19,10 @@ from planledger.importers.calls import EARLIEST, PlanCall, parse_timestamp
 from planledger.importers.lines import describe, records
 from planledger.importers.report import Errors, LineError
 
-MARKERS = (b'"session_meta"', b'"update_plan"')
+# The outputs of calls Codex did not apply (0.171: "Tool call blocked by PreToolUse hook: ...",
+# "failed to parse function arguments: ...").
+NOT_APPLIED = (b"Tool call blocked by", b"failed to parse function arguments")
+MARKERS = (b'"session_meta"', b'"update_plan"', *NOT_APPLIED)
 
 
 def session_id(codex_id: str) -> str:
@@ -46,6 +54,7 @@ def read_codex(path: Path, errors: Errors, advance: Callable[[int], None]) -> li
     out; a later one is marked `replay_of` those sessions, and is recorded only if none of them
     holds it already."""
     calls: list[PlanCall] = []
+    refused: set[str] = set()  # call ids whose output says Codex did not apply them
     own: SessionMeta | None = None
     foreign: list[str] = []  # ledger sessions whose replayed history follows
     at = EARLIEST
@@ -66,10 +75,15 @@ def read_codex(path: Path, errors: Errors, advance: Callable[[int], None]) -> li
             elif meta_id != own.codex_id and session_id(meta_id) not in foreign:
                 foreign.append(session_id(meta_id))
             continue
+        if kind == "response_item" and payload.get("type") == "function_call_output":
+            if _not_applied(payload.get("output")) and isinstance(payload.get("call_id"), str):
+                refused.add(payload["call_id"])
+            continue
         if not (
             kind == "response_item"
             and payload.get("type") == "function_call"
             and payload.get("name") == "update_plan"
+            and not payload.get("namespace")
         ):
             continue
         at = parse_timestamp(record.get("timestamp"), at)
@@ -98,7 +112,12 @@ def read_codex(path: Path, errors: Errors, advance: Callable[[int], None]) -> li
                 replay_of=tuple(foreign),
             )
         )
-    return calls
+    return [replace(call, payload=None) if call.call_id in refused else call for call in calls]
+
+
+def _not_applied(output: Any) -> bool:
+    text = output if isinstance(output, str) else json.dumps(output)
+    return any(marker.decode() in text[:200] for marker in NOT_APPLIED)
 
 
 @dataclass(frozen=True)

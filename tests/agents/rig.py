@@ -55,11 +55,13 @@ class Sandbox:
         env.update(extra)
         return env
 
-    def planledger(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def planledger(
+        self, *args: str, check: bool = True, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
             [planledger_command(), *args],
             cwd=self.project,
-            env=self.env(),
+            env=env or self.env(),
             capture_output=True,
             text=True,
             timeout=60,

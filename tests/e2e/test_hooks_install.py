@@ -40,7 +40,13 @@ EVENTS = {
         "PreCompress": None,
         "BeforeAgent": None,
     },
-    "codex": {"Stop": None, "PostCompact": None, "SessionStart": "resume|compact"},
+    "codex": {
+        "PreToolUse": "update_plan",
+        "PostToolUse": "update_plan",
+        "Stop": None,
+        "PostCompact": None,
+        "SessionStart": "resume|compact",
+    },
 }
 OTHER_HOOK = {"type": "command", "command": "./scripts/guard.sh"}
 

@@ -374,3 +374,26 @@ def test_a_task_id_claude_code_reuses_for_another_subject_first_frees_it() -> No
     assert [c.call_id for c in ordered] == ["a", "b", "u", "c", "d-renumbered", "d"]
     assert ordered[4].payload == {"op": "update", "id": "1", "status": "deleted"}
     assert ordered[4].renumbers == "d" and ordered[4].created_task is None
+
+
+def test_codex_calls_codex_did_not_apply_and_mcp_calls_are_not_its_plan(tmp_path: Path) -> None:
+    rollout = Rollout("0199-abc").user(1, "plan")
+    rollout.update_plan(2, "call_ok", TWO_STEPS)
+    for at, call_id, output in (
+        (3, "call_blocked", "Tool call blocked by PreToolUse hook: no. Tool: update_plan"),
+        (4, "call_bad", "failed to parse function arguments: unknown variant `cancelled`"),
+    ):
+        call = {"type": "function_call", "name": "update_plan", "call_id": call_id}
+        rollout.record(at, "response_item", {**call, "arguments": json.dumps(TWO_STEPS)})
+        answer = {"type": "function_call_output", "call_id": call_id, "output": output}
+        rollout.record(at + 0.1, "response_item", answer)
+    mcp = {"type": "function_call", "name": "update_plan", "namespace": "mcp__planledger"}
+    rollout.record(5, "response_item", {**mcp, "call_id": "call_mcp", "arguments": "{}"})
+    calls, errors, _ = read(read_codex, rollout.write(tmp_path / "rollout.jsonl"))
+
+    assert errors == []
+    assert [(c.call_id, c.payload is not None) for c in calls] == [
+        ("call_ok", True),
+        ("call_blocked", False),
+        ("call_bad", False),
+    ]

@@ -141,6 +141,8 @@ def hooks_install(
         typer.echo(f"planledger hooks for {agent.value} written to {result.path}")
     else:
         typer.echo(f"planledger hooks for {agent.value} already in {result.path}; nothing changed")
+    for note in result.notes:
+        typer.echo(f"note: {note}", err=True)
 
 
 @app.command("tui")

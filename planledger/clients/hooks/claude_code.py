@@ -37,6 +37,7 @@ from planledger.clients.hooks.record import (
     event_cwd,
     ledger_session,
     open_if_missing,
+    permission_denial,
     plan_context,
     refusal,
     session_start_answer,
@@ -149,16 +150,6 @@ def origin_of(event: Event, parent: str | None = None) -> Origin:
     return Origin(source=SOURCE, parent_session_id=parent, cwd=event_cwd(event))
 
 
-def deny(decision: Any, tool: str, *, whole_list: bool) -> dict[str, Any]:
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": refusal(decision, tool, whole_list=whole_list),
-        }
-    }
-
-
 # -- TodoWrite -------------------------------------------------------------------------------
 
 
@@ -178,7 +169,7 @@ def todo_write(event: Event, context: HookContext, *, before: bool) -> Answer:
     )
     if not before or decision.status != "rejected":
         return None
-    return deny(decision, TODO_WRITE, whole_list=True)
+    return permission_denial(decision, TODO_WRITE, whole_list=True)
 
 
 # -- the task tools --------------------------------------------------------------------------
@@ -207,7 +198,7 @@ def task_update(event: Event, context: HookContext, *, before: bool) -> Answer:
         on_first_use=lambda: import_transcript(event, context),
     )
     if before and decision.status != "committed":
-        answer = deny(decision, TASK_UPDATE, whole_list=False)
+        answer = permission_denial(decision, TASK_UPDATE, whole_list=False)
         note = fork_note(context, event) if _names_unknown_task(decision) else None
         if note is not None:  # a fork's first call on a task of its parent
             answer["hookSpecificOutput"]["permissionDecisionReason"] += f"\n\n{note}"
@@ -223,7 +214,11 @@ def task_create(event: Event, context: HookContext, *, before: bool) -> Answer:
     tool_input = event.get("tool_input")
     if before:
         decision = service.check(session_id, task_create_payload(tool_input))
-        return deny(decision, TASK_CREATE, whole_list=False) if decision.violations else None
+        return (
+            permission_denial(decision, TASK_CREATE, whole_list=False)
+            if decision.violations
+            else None
+        )
     task_id = _created_id(event.get("tool_response"))
     if task_id is None:
         return None  # not created

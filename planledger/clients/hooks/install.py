@@ -93,7 +93,13 @@ AGENTS: dict[str, AgentHooks] = {
     "codex": AgentHooks(
         ".codex",
         "hooks.json",
-        (Entry("Stop", None), Entry("PostCompact", None), Entry("SessionStart", "resume|compact")),
+        (
+            Entry("PreToolUse", "update_plan", timeout=10),
+            Entry("PostToolUse", "update_plan", timeout=10),
+            Entry("Stop", None),
+            Entry("PostCompact", None),
+            Entry("SessionStart", "resume|compact"),
+        ),
         {"timeout": 30, "statusMessage": "Recording the plan in the plan ledger"},
     ),
 }
@@ -105,6 +111,7 @@ class InstallResult:
     text: str
     changed: bool
     written: bool
+    notes: tuple[str, ...] = ()  # what else was set up, or what the user must do
 
 
 def settings_path(agent: str, project: Path | None = None, user: bool = False) -> Path:
@@ -253,4 +260,10 @@ def install(
     changed = merged != current or not path.exists()
     if changed and not print_only:
         write_atomically(path, text)
-    return InstallResult(path=path, text=text, changed=changed, written=changed and not print_only)
+    notes: list[str] = []
+    if agent == "codex":
+        from planledger.clients.hooks import codex_config
+
+        notes = codex_config.prepare(path.parent / "config.toml", write=not print_only)
+    written = changed and not print_only
+    return InstallResult(path=path, text=text, changed=changed, written=written, notes=tuple(notes))

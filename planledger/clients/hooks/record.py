@@ -112,6 +112,18 @@ def refusal(decision: Decision, tool: str, *, whole_list: bool = True) -> str:
     return "\n".join(lines)
 
 
+def permission_denial(decision: Decision, tool: str, *, whole_list: bool) -> dict[str, Any]:
+    """A `PreToolUse` answer refusing the call (Claude Code's and Codex's protocol), the model
+    reading `refusal` as the reason."""
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": refusal(decision, tool, whole_list=whole_list),
+        }
+    }
+
+
 def plan_context(service: PlanLedger, session_id: str) -> str | None:
     """The compaction snapshot's text when the session has a plan; None otherwise."""
     try:

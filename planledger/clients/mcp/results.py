@@ -20,10 +20,12 @@ log = logging.getLogger(__name__)
 
 
 class WriteResult(Decision):
-    """A write's structured result: the decision, the session it went to, the plan after it."""
+    """A write's structured result: the decision, the session it went to, the plan after it,
+    and the text content again (Codex 0.171 shows its model only the structured content)."""
 
     session_id: str
     plan: PlanView
+    message: str = ""
 
 
 WRITE_OUTPUT_SCHEMA: dict[str, Any] = WriteResult.model_json_schema(by_alias=True)
@@ -49,12 +51,17 @@ def result(text: str, data: dict[str, Any], *, is_error: bool = False) -> CallTo
 
 def write_result(tool: str, decision: Decision, session_id: str, plan: PlanView) -> CallToolResult:
     """Committed: the plan as lines. Rejected or conflict: a tool error listing every violation."""
-    data = WriteResult(**decision.model_dump(), session_id=session_id, plan=plan).model_dump(
-        mode="json", by_alias=True
-    )
+    text = write_text(tool, decision, session_id, plan)
+    data = WriteResult(
+        **decision.model_dump(), session_id=session_id, plan=plan, message=text
+    ).model_dump(mode="json", by_alias=True)
+    return result(text, data, is_error=decision.status != "committed")
+
+
+def write_text(tool: str, decision: Decision, session_id: str, plan: PlanView) -> str:
     if decision.status == "committed":
         head = f"committed revision {decision.revision} of the plan of session {session_id}:"
-        return result("\n".join([head, *plan_lines(plan)]), data)
+        return "\n".join([head, *plan_lines(plan)])
     if decision.status == "conflict":
         head = (
             f"conflict: the plan of session {session_id} is at revision "
@@ -66,7 +73,7 @@ def write_result(tool: str, decision: Decision, session_id: str, plan: PlanView)
             f"rejected: the plan of session {session_id} stays at revision {decision.revision}. "
             f"Fix every violation below and call {tool} again with the complete plan:"
         )
-    return result("\n".join([head, *violation_lines(decision.violations)]), data, is_error=True)
+    return "\n".join([head, *violation_lines(decision.violations)])
 
 
 def plan_result(view: PlanView) -> CallToolResult:

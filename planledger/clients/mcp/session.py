@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import threading
 from collections.abc import Callable, Mapping
@@ -16,6 +17,8 @@ from typing import Any
 from domain.errors import SessionExists
 from planledger.importers.gemini import gemini_config, recorded_session
 from planledger.service import PlanLedger
+
+CODEX_ID = re.compile(r"[A-Za-z0-9._-]{1,100}")
 
 
 class BadArgument(ValueError):
@@ -93,6 +96,21 @@ def gemini_recorded_session(cwd: Path, config: Path) -> str | None:
     return None
 
 
+def codex_call(meta: Mapping[str, Any] | None) -> tuple[str, str | None] | None:
+    """(`codex-<thread_id>`, the call id) of a call from Codex, which 0.171 names in each
+    `tools/call`'s `_meta` (`x-codex-turn-metadata.thread_id`, `callId`): the session its hooks
+    and the rollout's import write, and the id the rollout gives the call."""
+    turn = meta.get("x-codex-turn-metadata") if meta else None
+    if not isinstance(turn, dict):
+        return None
+    thread = turn.get("thread_id") or turn.get("session_id")
+    if not isinstance(thread, str) or not CODEX_ID.fullmatch(thread):
+        return None
+    call_id = meta.get("callId") if meta else None
+    valid_call = isinstance(call_id, str) and CODEX_ID.fullmatch(call_id)
+    return f"codex-{thread}", call_id if valid_call else None
+
+
 class DefaultSession:
     """This server's session, found when a call needs it (a tool listing opens none): the one
     asked for, else the calling agent's, else one new `mcp-...` session for the process."""
@@ -104,10 +122,12 @@ class DefaultSession:
         self._own: str | None = None
         self._lock = threading.Lock()
 
-    def __call__(self) -> str:
+    def __call__(self, meta: Mapping[str, Any] | None = None) -> str:
+        """The session of a call with request `_meta` `meta`."""
         if self.requested is not None:
             return start_session(self.service, self.requested)
-        found = self.find()
+        codex = codex_call(meta)
+        found = codex[0] if codex else self.find()
         if found is not None:
             prefix = found.split("-", 1)[0]
             source = {"claude": "claude-code"}.get(prefix, prefix)  # as the agents' hooks say

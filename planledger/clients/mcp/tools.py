@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio.to_thread
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.types import CallToolResult, ToolAnnotations
@@ -19,7 +20,7 @@ from pydantic import ConfigDict
 
 from planledger import tools as forms
 from planledger.clients.mcp import results
-from planledger.clients.mcp.session import BadArgument, session_of
+from planledger.clients.mcp.session import BadArgument, codex_call, session_of
 from planledger.service import PlanLedger
 
 CLIENT = "mcp"
@@ -52,13 +53,15 @@ class Arguments(ArgModelBase):
         return {"arguments": dict(self.model_extra or {})}
 
 
-Handler = Callable[[dict[str, Any]], Awaitable[CallToolResult]]
+Handler = Callable[[dict[str, Any], Context | None], Awaitable[CallToolResult]]
+Meta = Mapping[str, Any] | None
+DefaultOf = Callable[[Meta], str]  # the session of a call with this request `_meta`
 
 
-def build_tools(service: PlanLedger, default: str | Callable[[], str]) -> list[Tool]:
-    """The four tools over `service`, writing to `default_session()` unless a call names
-    another (it is found, and opened, when a call needs it)."""
-    default_session: Callable[[], str] = (lambda: default) if isinstance(default, str) else default
+def build_tools(service: PlanLedger, default: str | DefaultOf) -> list[Tool]:
+    """The four tools over `service`, writing to `default(meta)` unless a call names another
+    (it is found, and opened, when a call needs it; `meta`: the request's `_meta`)."""
+    default_session: DefaultOf = (lambda _: default) if isinstance(default, str) else default
 
     async def call(fn: Callable[[], CallToolResult]) -> CallToolResult:
         try:
@@ -67,15 +70,20 @@ def build_tools(service: PlanLedger, default: str | Callable[[], str]) -> list[T
             raise results.failure(error) from error
 
     def writer(tool: str) -> Handler:
-        async def write(arguments: dict[str, Any]) -> CallToolResult:
-            session_id = checked_session(arguments, default_session)
+        async def write(arguments: dict[str, Any], ctx: Context | None = None) -> CallToolResult:
+            meta = request_meta(ctx)
+            session_id = checked_session(arguments, default_session, meta)
             payload = {key: value for key, value in arguments.items() if key != "session_id"}
             problems = too_large(arguments) or wrong_form(tool, payload)
             if problems:
                 raise results.refusal(problems)
+            codex = codex_call(meta)  # Codex's call id: a retried call is recorded once
+            proposal_id = codex[1] if codex and codex[0] == session_id else None
 
             def submit() -> CallToolResult:
-                decision = service.submit(session_id, payload, client=CLIENT)
+                decision = service.submit(
+                    session_id, payload, client=CLIENT, proposal_id=proposal_id
+                )
                 committed = decision.status == "committed"
                 plan = (
                     service.plan_after(session_id, decision)
@@ -88,9 +96,9 @@ def build_tools(service: PlanLedger, default: str | Callable[[], str]) -> list[T
 
         return write
 
-    async def read_plan(arguments: dict[str, Any]) -> CallToolResult:
+    async def read_plan(arguments: dict[str, Any], ctx: Context | None = None) -> CallToolResult:
         only(arguments, {"session_id", "revision"})
-        session_id = checked_session(arguments, default_session)
+        session_id = checked_session(arguments, default_session, request_meta(ctx))
         revision = arguments.get("revision")
         if revision is not None and (
             isinstance(revision, bool) or not isinstance(revision, int) or revision < 0
@@ -100,9 +108,9 @@ def build_tools(service: PlanLedger, default: str | Callable[[], str]) -> list[T
             )
         return await call(lambda: results.plan_result(service.plan(session_id, revision)))
 
-    async def plan_history(arguments: dict[str, Any]) -> CallToolResult:
+    async def plan_history(arguments: dict[str, Any], ctx: Context | None = None) -> CallToolResult:
         only(arguments, {"session_id"})
-        session_id = checked_session(arguments, default_session)
+        session_id = checked_session(arguments, default_session, request_meta(ctx))
         return await call(lambda: results.history_result(service.history(session_id)))
 
     write = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
@@ -180,7 +188,7 @@ def tool(
         parameters=input_schema,
         fn_metadata=FuncMetadata(arg_model=Arguments, output_schema=output_schema),
         is_async=True,
-        context_kwarg=None,
+        context_kwarg="ctx",
         annotations=annotations,
     )
 
@@ -191,10 +199,18 @@ def with_session(schema: dict[str, Any]) -> dict[str, Any]:
     return extended
 
 
-def checked_session(arguments: Mapping[str, Any], default: Callable[[], str]) -> str:
+def request_meta(ctx: Context | None) -> Meta:
+    """The `_meta` of the request being answered (None outside one)."""
+    if ctx is None:
+        return None
+    meta = ctx.request_context.meta
+    return dict(meta) if meta else None
+
+
+def checked_session(arguments: Mapping[str, Any], default: DefaultOf, meta: Meta) -> str:
     try:
         if arguments.get("session_id") is None:
-            return default()
+            return default(meta)
         return session_of(arguments, "")
     except BadArgument as error:
         raise results.failure(error) from None

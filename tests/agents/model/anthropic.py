@@ -62,7 +62,7 @@ def _blocks(reply: Reply, turn: int) -> list[dict[str, Any]]:
     return blocks
 
 
-def reply_json(reply: Reply, model: str, turn: int) -> dict[str, Any]:
+def reply_json(reply: Reply, model: str, turn: int, body: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": f"msg_{turn:06d}",
         "type": "message",
@@ -75,9 +75,9 @@ def reply_json(reply: Reply, model: str, turn: int) -> dict[str, Any]:
     }
 
 
-def reply_events(reply: Reply, model: str, turn: int) -> Iterator[bytes]:
+def reply_events(reply: Reply, model: str, turn: int, body: dict[str, Any]) -> Iterator[bytes]:
     """The reply as the stream of server-sent events the Messages API sends."""
-    message = reply_json(reply, model, turn)
+    message = reply_json(reply, model, turn, body)
     blocks = message["content"]
     start = {**message, "content": [], "stop_reason": None}
     start["usage"] = {"input_tokens": 100, "output_tokens": 1}

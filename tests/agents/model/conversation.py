@@ -92,6 +92,7 @@ class Reply:
 
     text: str = ""
     calls: tuple[Call, ...] = ()
+    input_tokens: int = 100  # the usage reported (a large one makes an agent compact)
 
     @staticmethod
     def call(name: str, **arguments: Any) -> Reply:

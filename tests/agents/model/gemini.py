@@ -55,7 +55,7 @@ def read_request(body: dict[str, Any]) -> Conversation:
     return Conversation(system, tools, tuple(messages), raw=body)
 
 
-def reply_json(reply: Reply, model: str, turn: int) -> dict[str, Any]:
+def reply_json(reply: Reply, model: str, turn: int, body: dict[str, Any]) -> dict[str, Any]:
     parts: list[dict[str, Any]] = []
     if reply.text or not reply.calls:
         parts.append({"text": reply.text or "Done."})
@@ -76,5 +76,5 @@ def reply_json(reply: Reply, model: str, turn: int) -> dict[str, Any]:
     }
 
 
-def reply_events(reply: Reply, model: str, turn: int) -> Iterator[bytes]:
-    yield f"data: {json.dumps(reply_json(reply, model, turn))}\r\n\r\n".encode()
+def reply_events(reply: Reply, model: str, turn: int, body: dict[str, Any]) -> Iterator[bytes]:
+    yield f"data: {json.dumps(reply_json(reply, model, turn, body))}\r\n\r\n".encode()

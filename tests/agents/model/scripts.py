@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from tests.agents.model.conversation import Call, Conversation, Reply
 from tests.agents.model.server import Request, Script
 
+SEARCHES = frozenset({"ToolSearch", "tool_search"})  # Claude Code's, Codex's deferred tools
 SUMMARY = "Summary of the conversation so far: the user asked for a plan and work began."
 
 
@@ -22,8 +23,8 @@ def by_prompt(
     answered as that history calls for.
 
     A request that offers no tools is a side request (a title, a summary): it gets `summary`.
-    With `deferred_tools` (Claude Code's ToolSearch), a reply that calls a tool the request
-    does not offer yet is preceded by the ToolSearch call a real model makes to load it."""
+    With `deferred_tools` (Claude Code's ToolSearch, Codex's tool_search), a reply that calls a
+    tool the request does not offer yet is preceded by the search a real model makes to load it."""
 
     def script(request: Request) -> Reply:
         conversation = request.conversation
@@ -47,6 +48,9 @@ def by_prompt(
         if deferred_tools and missing and "ToolSearch" in conversation.tools:
             query = "select:" + ",".join(missing)
             return Reply(calls=(Call("ToolSearch", {"query": query, "max_results": 10}),))
+        if deferred_tools and missing and "tool_search" in conversation.tools:  # Codex
+            query = " ".join(name.replace("__", " ") for name in missing)
+            return Reply(calls=(Call("tool_search", {"query": query, "limit": 8}),))
         return reply
 
     return script
@@ -67,4 +71,4 @@ def _latest_prompt(
 
 
 def _only_tool_search(calls: Sequence[Call]) -> bool:
-    return bool(calls) and all(call.name == "ToolSearch" for call in calls)
+    return bool(calls) and all(call.name in SEARCHES for call in calls)

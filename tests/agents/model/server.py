@@ -1,4 +1,5 @@
-"""A scripted model server on 127.0.0.1: it speaks the dialects the agents use, hands each
+"""A scripted model server on 127.0.0.1: it speaks the dialects the agents use (Anthropic
+Messages, Gemini, OpenAI Responses and Chat Completions), hands each
 request to the test's script as a Conversation, and keeps every request for the test to read.
 
 The script is a function of the conversation it is sent (not of a call counter), so a resumed or
@@ -14,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import ModuleType
 from typing import Any
 
-from tests.agents.model import anthropic, gemini
+from tests.agents.model import anthropic, chat, gemini, responses
 from tests.agents.model.conversation import Conversation, Reply
 
 
@@ -115,6 +116,10 @@ class ScriptedModel:
             dialect, stream = gemini, True
         elif path.endswith(":generateContent"):
             dialect, stream = gemini, False
+        elif path.endswith("/responses"):
+            dialect, stream = responses, body.get("stream", True) is not False
+        elif path.endswith("/chat/completions"):
+            dialect, stream = chat, bool(body.get("stream"))
         else:
             self.unknown.append(f"POST {handler.path}")
             handler._send(404, b'{"error": "not scripted"}', "application/json")
@@ -125,9 +130,9 @@ class ScriptedModel:
         turn = len(self.requests)
         model_name = str(body.get("model") or path.rsplit("/", 1)[-1].split(":")[0])
         if stream:
-            handler.stream(dialect.reply_events(reply, model_name, turn))
+            handler.stream(dialect.reply_events(reply, model_name, turn, body))
         else:
-            data = json.dumps(dialect.reply_json(reply, model_name, turn)).encode()
+            data = json.dumps(dialect.reply_json(reply, model_name, turn, body)).encode()
             handler._send(200, data, "application/json")
 
     def agent_requests(self, tool: str) -> list[Request]:
