@@ -64,6 +64,13 @@ def gemini_todo_payload(todos: Sequence[Any]) -> dict[str, Any]:
     return {"plan": codex_steps(todos, "description")}
 
 
+def opencode_todo_payload(todos: Sequence[Any]) -> dict[str, Any]:
+    """An OpenCode `todowrite` list (`todos: [{content, status, priority}]`) in the Codex form:
+    one mapping for the plugin's hook, the importer and the ACP proxy (the priorities are not
+    part of the plan)."""
+    return {"plan": codex_steps(todos, "content")}
+
+
 def gemini_call_id(turn: str, index: int) -> str:
     """The proposal id of the `index`-th write_todos call of Gemini's model turn `turn` (the
     turn's id in the chat recording): the hook and `import gemini` both name a call so."""

@@ -25,14 +25,18 @@ CHUNK_BYTES = 1 << 20  # what is held of a longer line at a time
 BLOCK_BYTES = 1 << 18  # what is read at a time (a block, and the start of a line it cuts)
 
 
-def find_files(paths: Sequence[Path], errors: Errors) -> list[Path]:
-    """Each PATH that is a file, and every `*.jsonl` under each PATH that is a folder
-    (recursively, sorted); each file once, in the order given."""
+def find_files(
+    paths: Sequence[Path], errors: Errors, patterns: Sequence[str] = ("*.jsonl",)
+) -> list[Path]:
+    """Each PATH that is a file, and every file matching one of `patterns` under each PATH
+    that is a folder (recursively, sorted); each file once, in the order given."""
     found: list[Path] = []
     seen: set[Path] = set()
     for path in paths:
         if path.is_dir():
-            candidates = sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+            candidates = sorted(
+                {p for pattern in patterns for p in path.rglob(pattern) if p.is_file()}
+            )
         elif path.is_file():
             candidates = [path]
         else:

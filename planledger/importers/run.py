@@ -15,6 +15,8 @@ from planledger.importers.claude import claude_calls, read_claude
 from planledger.importers.codex import read_codex
 from planledger.importers.gemini import read_gemini
 from planledger.importers.lines import find_files
+from planledger.importers.opencode import PATTERNS as OPENCODE_PATTERNS
+from planledger.importers.opencode import read_opencode
 from planledger.importers.parallel import in_shares
 from planledger.importers.record import record_sessions
 from planledger.importers.report import ErrorLog, Errors, ImportReport, LineError, SessionImport
@@ -22,7 +24,7 @@ from planledger.service import PlanLedger
 from planledger.storage.settings import patient
 from projections.gc_pause import paused_gc
 
-Agent = Literal["codex", "claude", "gemini"]
+Agent = Literal["codex", "claude", "gemini", "opencode"]
 Session = tuple[str, Sequence[PlanCall]]
 # Below these, a share of the work costs more to start in another process than it saves.
 SHARED_READ_BYTES = 16 << 20
@@ -52,7 +54,7 @@ def import_paths(
     its LedgerError (what was recorded stays)."""
     report = ImportReport()
     errors = ErrorLog()
-    files = find_files(paths, errors)
+    files = find_files(paths, errors, OPENCODE_PATTERNS if agent == "opencode" else ("*.jsonl",))
     sizes = [_size(path) for path in files]
     total = sum(sizes)
     done = 0
@@ -66,7 +68,7 @@ def import_paths(
     with paused_gc():  # the calls read are held to the end: a collection would scan them all
         readers = shares if total >= SHARED_READ_BYTES else 1
         findings, refused = _read(agent, files, sizes, errors, advance, readers)
-        if agent in ("codex", "gemini"):
+        if agent in ("codex", "gemini", "opencode"):
             found = [call for calls in findings for call in calls]
         else:
             found = _recordable(claude_calls(findings, errors, task_list), refused)
@@ -101,6 +103,8 @@ def _read(
             return read_claude(path, log, step)
         if agent == "gemini":
             return _recordable(read_gemini(path, log, step), refused)
+        if agent == "opencode":
+            return _recordable(read_opencode(path, log, step), refused)
         return _recordable(read_codex(path, log, step), refused)
 
     def share(index: int) -> tuple[list[Any], ErrorLog | None, list[LineError]]:

@@ -190,3 +190,16 @@ def test_unreadable_settings_exit_2_and_stay_as_they_were(tmp_path: Path, conten
     assert result.returncode == 2
     assert result.stderr.startswith("planledger: error: ") and len(result.stderr.splitlines()) == 1
     assert path.read_text() == content
+
+
+def test_opencode_gets_a_plugin_of_ours_written_once(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    first = install("hooks", "install", "opencode", "--project", str(project), home=tmp_path)
+    assert first.returncode == 0, first.stderr
+    plugin = project / ".opencode" / "plugins" / "planledger.js"
+    text = plugin.read_text()
+    assert "tool.execute.before" in text and '"hook", "opencode"]' in text
+    command = json.loads(text.split("const COMMAND = ", 1)[1].split(";", 1)[0])
+    assert Path(command[0]).is_absolute() and Path(command[0]).name == "planledger"
+    again = install("hooks", "install", "opencode", "--project", str(project), home=tmp_path)
+    assert "nothing changed" in again.stdout and plugin.read_text() == text

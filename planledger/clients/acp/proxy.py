@@ -5,8 +5,9 @@ permission requests, fs and terminal calls, cancellation, extension methods), ex
 `plan` updates: each is recorded in ledger session `acp-<sessionId>`, and the editor receives the
 committed plan instead, or nothing when the ledger rejected it. The plan updates an agent sends
 while it answers a `session/load` replay what it sent before: they are relayed as they are and
-not recorded again. An agent that sends no `plan` updates but keeps a chat recording (Gemini
-CLI) has its plan read from there (`gemini_fallback`). If the ledger cannot be used
+not recorded again. An agent that sends no `plan` updates has its plan read from its chat recording
+(Gemini CLI, `gemini_fallback`) or from the todo lists its tool calls stored (OpenCode,
+`relayed_todos`). If the ledger cannot be used
 (database down), plan updates pass through unchanged and the reason goes to stderr: a broken
 ledger never stops the agent's work. The proxy exits with the agent's status.
 """
@@ -29,6 +30,7 @@ from planledger.clients.acp.gemini_fallback import (
     finished_todo_call,
 )
 from planledger.clients.acp.recording import PlanRecorder, is_plan_update, open_recorder
+from planledger.clients.acp.relayed_todos import record_todos, stored_todos
 from planledger.clients.acp.stdio import LINE_LIMIT, stdio_streams
 from planledger.importers.gemini import gemini_config
 from planledger.service import PlanLedger
@@ -38,6 +40,7 @@ PLAN_MARK = b"plan"
 LOAD_MARK = b"session/load"
 PROMPT_MARK = b"session/prompt"
 TODO_MARK = TOOL_CALL_PREFIX.encode()
+STORED_MARK = b'"todos"'  # a tool call's stored todo list (OpenCode's todowrite)
 RECORDING_WAIT, RECORDING_POLL = 2.0, 0.02  # seconds: how long a finished call may take to show
 
 
@@ -138,9 +141,12 @@ class Proxy:
                 line = relayed
             elif TODO_MARK in line:
                 self._follow_todo_call(line, editor_out)
+            stored = stored_todos(_json(line)) if STORED_MARK in line else None
             try:
                 editor_out.write(line)
                 await editor_out.drain()
+                if stored is not None:
+                    await self._record_stored(stored, editor_out)
             except (ConnectionError, OSError):  # the editor is gone: stop the agent
                 with contextlib.suppress(ProcessLookupError):
                     process.terminate()
@@ -227,6 +233,30 @@ class Proxy:
             with contextlib.suppress(ConnectionError, OSError):  # the relay sees the editor gone
                 editor_out.write(_line(update))
                 await editor_out.drain()
+
+    async def _record_stored(
+        self, stored: tuple[str, str, list[Any]], editor_out: asyncio.StreamWriter
+    ) -> None:
+        """A todo list the agent's tool call stored (OpenCode): recorded, the plan sent on."""
+        session_id, call_id, todos = stored
+        if session_id in self._planned or session_id in self._loading.values():
+            return
+        assert self._recorder is not None
+        try:
+            recorder = await self._recorder
+            update = await asyncio.to_thread(
+                record_todos, recorder.service, session_id, call_id, todos
+            )
+        except Exception as error:
+            first = (str(error).strip().splitlines() or [""])[0][:300]
+            print(
+                f"planledger acp: cannot record the todo list ({type(error).__name__}: {first})",
+                file=sys.stderr,
+            )
+            return
+        if update is not None:
+            editor_out.write(_line(update))
+            await editor_out.drain()
 
     async def _plan_line(self, line: bytes) -> bytes | None:
         """The line to forward in place of `line` (itself unless it is a plan update)."""

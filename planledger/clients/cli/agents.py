@@ -61,11 +61,15 @@ def mcp(
 @app.command("import")
 def import_sessions(
     agent: Annotated[
-        AgentChoice, typer.Argument(metavar="codex|claude|gemini", help="Whose transcripts.")
+        AgentChoice,
+        typer.Argument(metavar="codex|claude|gemini|opencode", help="Whose transcripts."),
     ],
     paths: Annotated[
         list[Path],
-        typer.Argument(metavar="PATH", help="Files, or folders searched for *.jsonl."),
+        typer.Argument(
+            metavar="PATH",
+            help="Files, or folders searched for *.jsonl (OpenCode: opencode.db and *.json).",
+        ),
     ],
     as_json: JsonFlag = False,
 ) -> None:
@@ -87,16 +91,19 @@ class HookAgent(StrEnum):
     claude_code = "claude-code"
     gemini = "gemini"
     codex = "codex"
+    opencode = "opencode"
 
 
-HookAgentArg = Annotated[HookAgent, typer.Argument(help="claude-code, gemini or codex.")]
+HookAgentArg = Annotated[HookAgent, typer.Argument(help="claude-code, gemini, codex or opencode.")]
 hooks_app = typer.Typer(help="Install the agent hooks into an agent's settings.")
 app.add_typer(hooks_app, name="hooks", no_args_is_help=True)
 
 
 @app.command("hook")
 def hook(
-    agent: Annotated[str, typer.Argument(metavar="AGENT", help="claude-code, gemini or codex.")],
+    agent: Annotated[
+        str, typer.Argument(metavar="AGENT", help="claude-code, gemini, codex or opencode.")
+    ],
 ) -> None:
     """Handle one hook event of the agent (JSON on stdin, its answer on stdout).
 
@@ -126,7 +133,8 @@ def hooks_install(
     """Merge the agent's hook entries into its settings, keeping everything else.
 
     Files: .claude/settings.json, .gemini/settings.json, .codex/hooks.json (in the project, or in
-    the home folder with --user). Running it twice changes nothing. Exit 2 on unreadable settings.
+    the home folder with --user); OpenCode: a plugin, .opencode/plugins/planledger.js (--user:
+    ~/.config/opencode/plugins/). Running it twice changes nothing. Exit 2 on unreadable settings.
     """
     from planledger.clients.hooks.install import install
 

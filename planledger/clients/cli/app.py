@@ -60,6 +60,7 @@ class AgentChoice(StrEnum):
     codex = "codex"
     claude = "claude"
     gemini = "gemini"
+    opencode = "opencode"
 
 
 class _State:

@@ -249,7 +249,10 @@ def install(
     database: str | None = None,
     print_only: bool = False,
 ) -> InstallResult:
-    """Merge the entries into the agent's settings file; with `print_only`, write nothing."""
+    """Merge the entries into the agent's settings file (OpenCode: write our plugin); with
+    `print_only`, write nothing."""
+    if agent == "opencode":
+        return install_plugin(project=project, user=user, database=database, print_only=print_only)
     path = settings_path(agent, project, user)
     current = read_settings(path)
     try:
@@ -267,3 +270,21 @@ def install(
         notes = codex_config.prepare(path.parent / "config.toml", write=not print_only)
     written = changed and not print_only
     return InstallResult(path=path, text=text, changed=changed, written=written, notes=tuple(notes))
+
+
+def install_plugin(
+    *, project: Path | None, user: bool, database: str | None, print_only: bool
+) -> InstallResult:
+    """OpenCode's plugin, `planledger.js`, in the project's or the user's plugin folder."""
+    from planledger.clients.hooks import opencode_plugin
+
+    words = [planledger_program(), *(["--database", database] if database else []), "hook"]
+    text = opencode_plugin.plugin_text([*words, "opencode"])
+    path = opencode_plugin.plugin_folder(project, user) / opencode_plugin.FILE
+    try:
+        changed = path.read_text(encoding="utf-8") != text
+    except OSError:
+        changed = True
+    if changed and not print_only:
+        write_atomically(path, text)
+    return InstallResult(path=path, text=text, changed=changed, written=changed and not print_only)

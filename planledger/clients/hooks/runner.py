@@ -27,6 +27,7 @@ AGENT_MODULES = {
     "claude-code": "planledger.clients.hooks.claude_code",
     "gemini": "planledger.clients.hooks.gemini",
     "codex": "planledger.clients.hooks.codex",
+    "opencode": "planledger.clients.hooks.opencode",
 }
 
 

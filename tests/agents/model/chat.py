@@ -103,5 +103,6 @@ def reply_events(reply: Reply, model: str, turn: int, body: dict[str, Any]) -> I
         yield chunk({"content": reply.text or "Done."})
     if reply.calls:
         yield chunk({"tool_calls": _tool_calls(reply, turn)})
-    yield chunk({}, "tool_calls" if reply.calls else "stop", usage=USAGE)
+    usage = {**USAGE, "prompt_tokens": reply.input_tokens, "total_tokens": reply.input_tokens + 20}
+    yield chunk({}, "tool_calls" if reply.calls else "stop", usage=usage)
     yield b"data: [DONE]\n\n"
