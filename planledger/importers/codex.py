@@ -155,6 +155,24 @@ class SessionMeta:
         )
 
 
+def rollout_parent(path: Path) -> str | None:
+    """The ledger session of the parent the rollout's first line (`session_meta`) names."""
+    try:
+        with path.open("rb") as file:
+            first = json.loads(file.readline())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(first, dict) or first.get("type") != "session_meta":
+        return None
+    payload = first.get("payload")
+    if not isinstance(payload, dict):
+        return None
+    codex_id = payload.get("id")
+    if not isinstance(codex_id, str):
+        return None
+    return SessionMeta.of(codex_id, payload, EARLIEST).parent
+
+
 def _check_call(payload: dict[str, Any], codex_id: str | None) -> str | None:
     call_id = payload.get("call_id")
     if not isinstance(call_id, str) or not call_id:

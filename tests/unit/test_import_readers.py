@@ -8,7 +8,7 @@ from pathlib import Path
 
 from planledger.importers.calls import PlanCall, in_record_order, parse_timestamp
 from planledger.importers.claude import claude_calls, read_claude, renumbered, todos_payload
-from planledger.importers.codex import read_codex
+from planledger.importers.codex import read_codex, rollout_parent
 from planledger.importers.lines import find_files, records
 from planledger.importers.report import LineError
 from tests.claude_transcripts import Transcript
@@ -397,3 +397,11 @@ def test_codex_calls_codex_did_not_apply_and_mcp_calls_are_not_its_plan(tmp_path
         ("call_blocked", False),
         ("call_bad", False),
     ]
+
+
+def test_a_rollout_names_its_parent_in_its_first_line(tmp_path: Path) -> None:
+    child = Rollout("0199-child", subagent_of="0199-parent").write(tmp_path / "child.jsonl")
+    alone = Rollout("0199-alone").write(tmp_path / "alone.jsonl")
+    assert rollout_parent(child) == "codex-0199-parent"
+    assert rollout_parent(alone) is None
+    assert rollout_parent(tmp_path / "missing.jsonl") is None

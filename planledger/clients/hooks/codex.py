@@ -166,8 +166,20 @@ def _submit(event: Event, context: HookContext, payload: dict[str, Any]) -> Deci
         payload,
         client=CLIENT,
         proposal_id=text_field(event, "tool_use_id"),
-        origin=Origin(source=SOURCE, cwd=event_cwd(event)),
+        origin=lambda: origin_of(event),
     )
+
+
+def origin_of(event: Event) -> Origin:
+    """Where the session comes from: its parent as the rollout's first `session_meta` names
+    it (a fork's, a spawned subagent's), read only when the session is opened."""
+    parent = None
+    transcript = event.get("transcript_path")
+    if isinstance(transcript, str) and transcript:
+        from planledger.importers.codex import rollout_parent
+
+        parent = rollout_parent(Path(transcript))
+    return Origin(source=SOURCE, parent_session_id=parent, cwd=event_cwd(event))
 
 
 def import_rollout(event: Event, context: HookContext) -> None:
