@@ -427,16 +427,14 @@ class PlanLedger:
             return Health(store_position=0, error=f"database unavailable: {error_line(error)}")
         feed_error = self._signal.error if self._signal is not None else None
         warnings = list(self.files.warnings)[-5:] if self.files is not None else []
-        held_back = self._held_back(HELD_BACK_WARNING)  # now, not when a write waited
-        if held_back is not None:
-            warnings.append(held_back)
+        warnings.extend(self._held_back(HELD_BACK_WARNING))  # now, not when a write waited
         return Health(store_position=position, error=feed_error, warnings=tuple(warnings))
 
-    def _held_back(self, older_than: float) -> str | None:
+    def _held_back(self, older_than: float) -> tuple[str, ...]:
         try:
-            return self.views.horizon_holder(older_than)
+            return self.views.horizon_holders(older_than)
         except Exception:  # a health report says what it can (a role that may not look)
-            return None
+            return ()
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -454,9 +452,8 @@ class PlanLedger:
         deadline = time.monotonic() + CATCH_UP_WAIT
         while self.catch_up() < position:
             if time.monotonic() >= deadline:
-                held_back = self._held_back(0)
-                if held_back is not None:  # said after the command, with its other warnings
-                    self._notes.append(held_back)
+                # said after the command, with its other warnings
+                self._notes.extend(self._held_back(0))
                 return
             time.sleep(0.005)
 

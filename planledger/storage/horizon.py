@@ -31,15 +31,16 @@ MAX_EVENTS_PER_WRITE = 1 << ID_BITS
 XACT_BASE = f"(pg_current_xact_id()::text::bigint << {ID_BITS})"
 # The lowest position a transaction still in flight (or a later one) can write.
 HORIZON = f"(pg_snapshot_xmin(pg_current_snapshot())::text::bigint << {ID_BITS})"
-# The oldest transaction on the server holding an id for more than %s seconds, while the store
-# has events at or above the horizon (readers are held back): (pid, database, state, seconds).
+# The transactions on the server holding an id for more than %s seconds, oldest id first (the
+# first is the one the horizon waits for; the next wait behind it), while the store has events
+# at or above the horizon (readers are held back): (pid, database, state, seconds).
 # Another role's sessions are visible only to roles with pg_read_all_stats (or superusers).
 HORIZON_HOLDER = (
     "SELECT a.pid, a.datname, a.state, floor(extract(epoch FROM now() - a.xact_start))::bigint "
     "FROM pg_stat_activity a WHERE a.backend_xid IS NOT NULL AND a.pid <> pg_backend_pid() "
     "AND a.xact_start < now() - make_interval(secs => %s) "
     f"AND EXISTS (SELECT 1 FROM {{events}} WHERE notification_id >= {HORIZON}) "
-    "ORDER BY a.xact_start LIMIT 1"
+    "ORDER BY age(a.backend_xid) DESC LIMIT 3"
 )
 
 

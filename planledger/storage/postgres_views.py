@@ -194,9 +194,9 @@ class PostgresViewStore(ViewStore):
 
         return self._on_reader(read)
 
-    def horizon_holder(self, older_than: float) -> str | None:
+    def horizon_holders(self, older_than: float) -> tuple[str, ...]:
         rows = self._query(HORIZON_HOLDER.format(events=self.events_table), (older_than,))
-        return holder_warning(*rows[0]) if rows else None
+        return tuple(holder_warning(*row) for row in rows)
 
     def chain_heads(self, position: int | None = None) -> tuple[int, list[tuple[Any, ...]]]:
         def read(conn: psycopg.Connection[Any]) -> tuple[int, list[tuple[Any, ...]]]:

@@ -138,10 +138,10 @@ class ViewStore(ABC):
                 (mark.model_dump_json(), session_id),
             )
 
-    def horizon_holder(self, older_than: float) -> str | None:
+    def horizon_holders(self, older_than: float) -> tuple[str, ...]:
         """What holds the readers of the store's order back for more than `older_than`
-        seconds, said for a health report (None: nothing; only PostgreSQL has a horizon)."""
-        return None
+        seconds, said for a health report (nothing: only PostgreSQL has a horizon)."""
+        return ()
 
     def status(self) -> tuple[int, int]:
         """(position the views have reached, last store position): equal when up to date."""
