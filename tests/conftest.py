@@ -13,10 +13,6 @@ import pytest
 
 from planledger.service import PlanLedger, open_planledger
 
-# Every test runs its commands cold (each in its own process), so that a test measures what it
-# means to; tests/e2e/test_warm.py turns the warm process on for itself.
-os.environ["PLANLEDGER_NO_WARM"] = "1"
-
 POSTGRES_URL = os.environ.get(
     "PLANLEDGER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )

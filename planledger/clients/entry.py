@@ -1,7 +1,5 @@
-"""The `planledger` console script: a command goes to the warm process when one answers
-(planledger.clients.warm), else runs here: the commands an agent calls on every tool call take
-a fast path (no typer, no rich for JSON); every other command, and anything the fast path does
-not recognise, goes to the full command line."""
+"""The `planledger` console script: one command line (planledger.clients.cli), cold in every
+process; the commands an agent calls on every tool call import only what they need."""
 
 from __future__ import annotations
 
@@ -13,33 +11,12 @@ STARTED = time.monotonic()  # the process's start, near enough: a hook's deadlin
 
 def main(argv: list[str] | None = None) -> None:
     args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
-    from planledger.clients import warm
+    from planledger.clients.hooks import guard
 
-    if warm.enabled() and warm.eligible(args):
-        from planledger.clients.warm.client import call
+    guard.call_started = STARTED
+    from planledger.clients.cli import run
 
-        code = call(args, STARTED)
-        if code is not None:
-            raise SystemExit(code)
-    raise SystemExit(run_here(args, started=STARTED))
-
-
-def run_here(args: list[str], started: float | None = None) -> int:
-    """Run the command in this process (a one-shot process, or a warm process's child);
-    `started`, when given, is when the call began (a hook's deadline counts from it)."""
-    from planledger.clients.fastpath import run_fast, split_database
-
-    if started is not None and split_database(args)[1][:1] == ["hook"]:
-        from planledger.clients.hooks import guard
-
-        guard.call_started = started
-
-    code = run_fast(args)
-    if code is None:
-        from planledger.clients.cli import run
-
-        code = run(args)
-    return code
+    raise SystemExit(run(args))
 
 
 def hoist_global_options(args: list[str]) -> list[str]:

@@ -101,9 +101,7 @@ def spawn_back_fill(root: Path, database: DatabaseSettings) -> None:
         started.touch()
     except OSError:
         return  # a home it cannot write to: a back-fill could not write either
-    # Cold, and never starting a warm process: a background job must not leave one running
-    # (after `planledger warm stop`, say) nor wait on one.
-    env = {**os.environ, "PLANLEDGER_DATABASE_URL": database.url, "PLANLEDGER_NO_WARM": "1"}
+    env = {**os.environ, "PLANLEDGER_DATABASE_URL": database.url}
     command = ["projections", "sync-files", "--changed"]
     subprocess.Popen(
         # -P: never import from the caller's folder (a project's own `domain` package)

@@ -49,7 +49,6 @@ class Sandbox:
             "XDG_CACHE_HOME": str(self.home / ".cache"),
             "XDG_STATE_HOME": str(self.home / ".local" / "state"),
             "PLANLEDGER_HOME": str(self.ledger_home),
-            "PLANLEDGER_NO_WARM": "1",
             "NO_COLOR": "1",
         }
         env.update(extra)

@@ -16,8 +16,6 @@ import pytest
 
 from tests.integration.storage import chain_again, delete_events
 
-pytestmark = pytest.mark.usefixtures("warm_mode")
-
 
 def planledger_command() -> str:
     beside_python = Path(sys.executable).parent / "planledger"
@@ -517,7 +515,7 @@ def test_a_large_rebuild_spread_over_processes_writes_the_same_views(
                     plan.decide(set())
                 events += len(session.pending_events) + len(plan.pending_events)
                 batch += [session, plan]
-            service.ledger._store(*batch)
+            service.ledger.store(*batch)
         sample = [f"b{k}" for k in (1, n // 2, n)]
         before = [(service.plan(s), service.history(s)) for s in sample]
         service.close()

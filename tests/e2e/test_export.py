@@ -17,7 +17,6 @@ from tests.e2e.test_cli import Cli
 from tests.e2e.test_web import HOSTILE
 from tests.integration.storage import edit_event
 
-pytestmark = pytest.mark.usefixtures("warm_mode")
 browser = test_web.browser  # headless Chromium, as the web page's tests launch it
 
 

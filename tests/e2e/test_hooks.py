@@ -23,8 +23,6 @@ from tests.e2e.hook_events import (
     todos_of,
 )
 
-pytestmark = pytest.mark.usefixtures("warm_mode")
-
 
 @pytest.fixture
 def env(tmp_path: Path, sqlite_url: str) -> dict[str, str]:
@@ -284,7 +282,7 @@ def test_a_shared_task_list_takes_every_sessions_calls(
     env: dict[str, str], ledger: PlanLedger
 ) -> None:
     """`CLAUDE_CODE_TASK_LIST_ID` in the hook's environment: one list for every session that
-    names it (warm, each call's own environment decides the list)."""
+    names it (each call's own environment decides the list)."""
     shared = {**env, "CLAUDE_CODE_TASK_LIST_ID": "my project"}
     first, second = Transcript("sess-one"), Transcript("sess-two")
     second.tasks = 1  # Claude Code numbers the shared list: the second session's is task 2

@@ -12,8 +12,6 @@ import pytest
 
 from tests.e2e.test_cli import planledger_command
 
-pytestmark = pytest.mark.usefixtures("warm_mode")
-
 SETTINGS = {
     "claude-code": ".claude/settings.json",
     "gemini": ".gemini/settings.json",
@@ -101,7 +99,7 @@ def test_install_merges_into_existing_settings_once(agent: str, tmp_path: Path) 
     assert ours(merged, agent) == EVENTS[agent]
     handler = merged["hooks"][event][-1]["hooks"][0]
     program = Path(handler["command"].split()[0])
-    assert program.is_absolute() and program.name == "planledger"  # cold or warm
+    assert program.is_absolute() and program.name == "planledger"
     assert "timeout" in handler
 
     text, mtime = path.read_text(), path.stat().st_mtime_ns

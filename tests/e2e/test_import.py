@@ -16,8 +16,6 @@ from tests.e2e.test_cli import Cli
 from tests.rollouts import Rollout, plan_args
 from tests.samples import samples
 
-pytestmark = pytest.mark.usefixtures("warm_mode")
-
 COUNTS = ("calls", "committed", "rejected", "skipped")
 
 

@@ -1,7 +1,7 @@
-"""`planledger`: the full command line (planledger.clients.entry routes the hot commands past
-it). Each module registers its commands on the typer application of `app`."""
+"""`planledger`: the command line. Each module registers its commands on the typer application
+of `app`."""
 
-from planledger.clients.cli import admin, agents, audit, plans, sessions, warm
+from planledger.clients.cli import admin, agents, audit, plans, sessions
 from planledger.clients.cli.app import app, main, run
 from planledger.clients.payload import read_payload
 
@@ -15,5 +15,4 @@ __all__ = [
     "read_payload",
     "run",
     "sessions",
-    "warm",
 ]

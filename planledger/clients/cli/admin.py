@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from domain.errors import InvalidInput
-from planledger.clients import render
 from planledger.clients.cli.app import (
     LOOPBACK_HOSTS,
     JsonFlag,
@@ -24,15 +23,17 @@ from planledger.clients.cli.app import (
 from planledger.clients.exits import (
     EXIT_FAILED,
 )
-from planledger.service import open_planledger
-from planledger.storage.file_paths import files_lock
+from planledger.clients.lazy import lazy_module
 from planledger.storage.settings import database_settings
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
     from domain.checkpoint import Checkpoint
+    from planledger.clients import render
     from planledger.service.files import PlanFiles
+else:
+    render = lazy_module("planledger.clients.render")
 
 projections_app = typer.Typer(
     help="The read side: views and plan.json files.", no_args_is_help=True
@@ -91,6 +92,8 @@ def projections_sync_files(
     files = service().files
     if files is None:
         return
+    from planledger.storage.file_paths import files_lock
+
     files.may_spawn = False  # a back-fill never starts another
     if changed:
         with files_lock(files.root, wait=False) as locked:
@@ -120,6 +123,8 @@ def progress_bars() -> Progress:
 def repaired_files(files: PlanFiles, progress: Progress) -> int:
     """Every missing or stale plan.json file rewritten, with a bar, once a back-fill running
     has finished; how many."""
+    from planledger.storage.file_paths import files_lock
+
     files.may_spawn = False  # the files are brought up here: no back-fill on closing
     with files_lock(files.root, wait=True):
         task = progress.add_task("checking plan.json files", total=service().views.view_count())
@@ -154,6 +159,7 @@ def serve(
     (an admin token) or the store has named tokens (`planledger tokens add`)."""
     from planledger.clients.http import create_app
     from planledger.clients.http.serving import run_server
+    from planledger.service import open_planledger
 
     token = os.environ.get("PLANLEDGER_TOKEN") or None
     settings = database_settings(state.database)  # a bad URL fails here, before binding

@@ -7,22 +7,24 @@ import contextlib
 import json
 import sys
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import BaseModel
-from rich.console import Console
 
 from planledger.clients.exits import (
     EXIT_OK,
     guarded,
     warn,
 )
-from planledger.service import PlanLedger, open_planledger
+from planledger.clients.lazy import lazy_console
 from planledger.storage.settings import database_settings
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+if TYPE_CHECKING:
+    from planledger.service import PlanLedger
+
+out = lazy_console(highlight=False, soft_wrap=True)
+err = lazy_console(stderr=True, highlight=False, soft_wrap=True)
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -74,6 +76,8 @@ state = _State()
 def service() -> PlanLedger:
     """The service, opened on first use (so `--help` never touches a database)."""
     if state.service is None:
+        from planledger.service import open_planledger
+
         state.service = open_planledger(state.database)
     return state.service
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from planledger.clients import plan_commands, render
+from planledger.clients import plan_commands
 from planledger.clients.cli.app import (
     JsonFlag,
     SessionArg,
@@ -16,6 +16,13 @@ from planledger.clients.cli.app import (
     service,
     state,
 )
+from planledger.clients.lazy import lazy_module
+
+if TYPE_CHECKING:
+    from planledger.clients import render
+else:
+    render = lazy_module("planledger.clients.render")
+
 
 # -- plans ------------------------------------------------------------------------------------
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from domain.session import Mode
-from planledger.clients import render
 from planledger.clients.cli.app import (
     JsonFlag,
     ModeChoice,
@@ -17,6 +16,13 @@ from planledger.clients.cli.app import (
     service,
     session_app,
 )
+from planledger.clients.lazy import lazy_module
+
+if TYPE_CHECKING:
+    from planledger.clients import render
+else:
+    render = lazy_module("planledger.clients.render")
+
 
 # -- sessions ---------------------------------------------------------------------------------
 

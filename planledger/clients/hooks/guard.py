@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -18,13 +17,9 @@ from types import TracebackType
 DEADLINE_ENV = "PLANLEDGER_HOOK_DEADLINE"
 CONNECT_TIMEOUT = 1.0
 
-# When the call began (time.monotonic(), one clock for every process of the machine): the
-# process's start, or its caller's for a warm process's child, so that a hook's deadline counts
-# the interpreter's start-up and the time the call waited.
+# When the call began (time.monotonic()): the process's start, so that a hook's deadline counts
+# the interpreter's start-up.
 call_started: float | None = None
-# Called with the exit code before a hook gives up and ends its process (a warm process's child
-# answers its caller there).
-before_exit: list[Callable[[int], None]] = []
 
 
 class DatabaseUnreachable(ConnectionError):
@@ -41,6 +36,8 @@ def check_reachable(database: str | None) -> None:
         return
     host, port = settings.env["POSTGRES_HOST"], int(settings.env["POSTGRES_PORT"])
     try:
+        import socket  # (PostgreSQL only)
+
         socket.create_connection((host, port), timeout=CONNECT_TIMEOUT).close()
     except OSError as error:
         reason = error.strerror or type(error).__name__

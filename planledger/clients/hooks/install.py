@@ -126,7 +126,7 @@ def planledger_program() -> str:
     argv0 = Path(sys.argv[0])
     if argv0.name in PROGRAM_NAMES:
         return str(argv0.absolute())
-    # Not started as the command (the warm process, python -m): the script beside our Python,
+    # Not started as the command (python -m): the script beside our Python,
     # which is the one this installation made, before any other on PATH.
     for candidate in PROGRAM_NAMES:
         beside = Path(sys.executable).parent / candidate
