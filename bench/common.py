@@ -1,9 +1,10 @@
-"""What every benchmark shares: arguments, percentiles, machine information, a fresh store
-(a PostgreSQL schema or a SQLite file, removed afterwards) and the JSON result.
+"""What every benchmark shares: arguments, statistics, machine information, a fresh store
+(a PostgreSQL schema or a SQLite file, removed afterwards), the JSON result, and the plan a
+writer submits.
 
 A benchmark script puts the repository on `sys.path` by importing this module first:
 
-    import common  # noqa: E402  (bench/ is the script's directory)
+    import common  # (bench/ is the script's directory)
 """
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ import datetime as dt
 import json
 import os
 import platform
-import re
+import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import uuid
@@ -35,9 +35,6 @@ DEFAULT_POSTGRES = os.environ.get(
     "PLANLEDGER_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
 PACKAGES = ("eventsourcing", "pydantic", "pydantic-core", "psycopg", "psycopg-binary", "fastapi")
-
-
-# -- arguments --------------------------------------------------------------------------------
 
 
 def parser(
@@ -67,13 +64,16 @@ def parse(p: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> argp
     return args
 
 
+def require_postgres(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if kind_of(args.database) != "postgres":
+        p.error(f"{args.benchmark} measures PostgreSQL: --database postgres or a URL")
+
+
 # -- statistics -------------------------------------------------------------------------------
 
 
 def percentile(values: Sequence[float], q: float) -> float:
     """The q-quantile (0..1) by the nearest-rank rule; 0.0 for no values."""
-    if not 0 <= q <= 1:
-        raise ValueError(f"a quantile is between 0 and 1, not {q}")
     if not values:
         return 0.0
     ordered = sorted(values)
@@ -103,11 +103,13 @@ def ratio(a: float, b: float) -> float | None:
 # -- machine ----------------------------------------------------------------------------------
 
 
-def version_of(package: str) -> str | None:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
+def client_cpu() -> float:
+    """CPU seconds of this process and of its finished child processes (not the database's)."""
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def server_seconds() -> float | None:
@@ -119,38 +121,45 @@ def server_seconds() -> float | None:
             text = stat.read_text()
         except OSError:  # ended meanwhile
             continue
-        name, fields = text[text.index("(") + 1 : text.rindex(")")], text.rsplit(")", 1)[1].split()
-        if name != "postgres":
+        if text[text.index("(") + 1 : text.rindex(")")] != "postgres":
             continue
         found = True
-        utime, stime, child_utime, child_stime = (int(v) for v in fields[11:15])
-        ticks += utime + stime + child_utime + child_stime
+        ticks += sum(int(v) for v in text.rsplit(")", 1)[1].split()[11:15])
     return ticks / os.sysconf("SC_CLK_TCK") if found else None
-
-
-def cpu_model() -> str | None:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return None
 
 
 def machine_info(database: str | None = None) -> dict[str, Any]:
     """Cores, CPU, Python, package versions and the load average now (a shared machine), and
     the PostgreSQL server's settings when `database` is one."""
-    info = {
+    cpu = None
+    with contextlib.suppress(OSError):
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        cpu = next((x.split(":", 1)[1].strip() for x in lines if x.startswith("model name")), None)
+    info: dict[str, Any] = {
         "cores": os.cpu_count(),
-        "cores_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "cpu_model": cpu_model(),
+        "cores_usable": len(os.sched_getaffinity(0)),
+        "cpu_model": cpu,
         "platform": platform.platform(),
         "python": platform.python_version(),
         "packages": {name: version_of(name) for name in PACKAGES},
         "loadavg": list(os.getloadavg()),
     }
     if database is not None and kind_of(database) == "postgres":
-        info["postgres"] = postgres_info(admin_url(database))
+        import psycopg
+
+        with psycopg.connect(admin_url(database), autocommit=True) as conn:
+            settings = ("server_version", "synchronous_commit", "fsync", "shared_buffers")
+            info["postgres"] = {
+                s: (conn.execute(f"SHOW {s}").fetchone() or (None,))[0] for s in settings
+            }
     return info
+
+
+def version_of(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 # -- stores -----------------------------------------------------------------------------------
@@ -164,20 +173,6 @@ def admin_url(database: str) -> str:
     return DEFAULT_POSTGRES if database == "postgres" else database.split("?", 1)[0]
 
 
-def create_schema(base: str, name: str) -> None:
-    import psycopg
-
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{name}"')
-
-
-def drop_schema(base: str, name: str) -> None:
-    import psycopg
-
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
-
-
 @contextlib.contextmanager
 def fresh_store(database: str, tag: str = "bench") -> Iterator[str]:
     """A ledger URL on an empty store, removed afterwards: a new schema on the PostgreSQL
@@ -186,29 +181,22 @@ def fresh_store(database: str, tag: str = "bench") -> Iterator[str]:
         with tempfile.TemporaryDirectory(prefix=f"{tag}_") as folder:
             yield f"sqlite:///{Path(folder) / 'ledger.sqlite3'}"
         return
-    base = admin_url(database)
-    schema = f"{tag}_{uuid.uuid4().hex[:10]}".lower()
-    create_schema(base, schema)
+    import psycopg
+
+    base, schema = admin_url(database), f"{tag}_{uuid.uuid4().hex[:10]}".lower()
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
     try:
         yield f"{base}?schema={schema}"
     finally:
-        drop_schema(base, schema)
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-def postgres_info(base: str) -> dict[str, Any]:
-    """The PostgreSQL server's version and durability settings, and how many clients it has."""
-    import psycopg
-
-    info: dict[str, Any] = {}
-    with psycopg.connect(base, autocommit=True) as conn:
-        for setting in ("server_version", "synchronous_commit", "fsync", "shared_buffers"):
-            row = conn.execute(f"SHOW {setting}").fetchone()
-            info[setting] = row[0] if row else None
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
-        ).fetchone()
-        info["client_backends_at_start"] = row[0] if row else None
-    return info
+def search_path(url: str) -> str:
+    """A psycopg conninfo of a `fresh_store` URL, its schema first on the search path."""
+    base, _, query = url.partition("?")
+    return f"{base}?options=-csearch_path%3D{query.removeprefix('schema=')}"
 
 
 # -- results ----------------------------------------------------------------------------------
@@ -228,7 +216,6 @@ def result(args: argparse.Namespace, **parts: Any) -> dict[str, Any]:
 
 
 def write_result(path: Path, document: dict[str, Any]) -> None:
-    document.setdefault("machine", machine_info())
     document["machine"]["loadavg_at_end"] = list(os.getloadavg())
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=2, default=str) + "\n")
@@ -244,77 +231,14 @@ def planledger() -> str:
     return found
 
 
-# -- instruction counts -----------------------------------------------------------------------
-
-COLLECTED = re.compile(r"Collected : (\d+)")
+# -- the workload -----------------------------------------------------------------------------
 
 
-def callgrind(script: str, arguments: Sequence[str], out: str = "/dev/null") -> int:
-    """The instructions valgrind's callgrind counts in `python script arguments...`, run in a
-    process of its own (its profile written to `out`); SystemExit with its errors if it fails."""
-    command = [
-        "valgrind",
-        "--tool=callgrind",
-        f"--callgrind-out-file={out}",
-        sys.executable,
-        script,
-        *arguments,
-    ]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=3600)
-    found = COLLECTED.search(run.stderr)
-    if run.returncode != 0 or found is None:
-        raise SystemExit(
-            f"{script} {' '.join(arguments)} under callgrind failed:\n{run.stderr[-3000:]}"
-        )
-    return int(found.group(1))
-
-
-def require_valgrind(*tools: str) -> None:
-    """SystemExit naming the first of valgrind and `tools` (its companions, such as
-    `callgrind_annotate`) that is not on PATH."""
-    for tool in ("valgrind", *tools):
-        if shutil.which(tool) is None:
-            raise SystemExit(f"{tool} is not installed (apt-get install valgrind)")
-
-
-def callgrind_apart(script: str, arguments: Sequence[str], out: str) -> tuple[int, int]:
-    """`callgrind(script, arguments, out)`, and the part of it spent in libcrypto."""
-    return callgrind(script, arguments, out), libcrypto_instructions(out)
-
-
-def per_unit(first: tuple[int, int], second: tuple[int, int], units: int) -> dict[str, int]:
-    """The instructions per unit of what the second of two `callgrind_apart` counts did beyond
-    the first: all of them, those outside libcrypto, and those in it."""
-    hashing = (second[1] - first[1]) / units
-    all_of_it = (second[0] - first[0]) / units
-    return {
-        "instructions": round(all_of_it),
-        "outside_libcrypto": round(all_of_it - hashing),
-        "libcrypto": round(hashing),
-    }
-
-
-def per_unit_line(case: str, figures: dict[str, int], unit: str) -> str:
-    """One line of a `per_unit` result: all instructions, and those outside libcrypto."""
-    return (
-        f"{case:>12}: {figures['instructions'] / 1e3:7.1f}k instructions per {unit}, "
-        f"{figures['outside_libcrypto'] / 1e3:.1f}k outside libcrypto"
-    )
-
-
-def libcrypto_instructions(profile: str) -> int:
-    """The instructions of a callgrind profile spent in libcrypto: OpenSSL's SHA-256 runs
-    without the SHA extensions under valgrind (its CPU has none), so they count several times
-    what they cost on a machine that has them; benches give them apart. Needs
-    `callgrind_annotate`."""
-    annotated = subprocess.run(
-        ["callgrind_annotate", "--inclusive=no", "--threshold=100", profile],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return sum(
-        int(line.split()[0].replace(",", ""))
-        for line in annotated.splitlines()
-        if "libcrypto" in line and line.strip()[:1].isdigit()
-    )
+def plan(revision: int) -> dict[str, Any]:
+    """Revision `revision` (1-6) of a 5-step strict-form plan: steps before it completed, it in
+    progress, `expected_revision` set."""
+    steps = []
+    for k in range(1, 6):
+        status = "completed" if k < revision else "in_progress" if k == revision else "pending"
+        steps.append({"id": f"s{k}", "title": f"Step {k} of the work", "status": status})
+    return {"title": "Bench plan", "expected_revision": revision - 1, "steps": steps}

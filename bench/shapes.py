@@ -1,21 +1,14 @@
-"""Agent transcripts of the shapes real agents write, for the bulk bench (seeded: every run
-writes the same bytes).
-
-- `codex_rollout`: a Codex CLI rollout (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`): a
-  `session_meta` line with the instructions, then per plan call a user message, reasoning
-  (encrypted), a shell call and its output, a token count (about 4 KB), and the `update_plan`
-  call of an 8-step plan (steps of about 50 characters) with its output.
-- `claude_session`: a Claude Code transcript (`~/.claude/projects/<project>/<session>.jsonl`)
-  whose plan is kept with the task tools: `TaskCreate` for each of 8 tasks, then `TaskUpdate`s
-  walking them to completion, each call among about 4 KB of other lines (a user prompt,
-  thinking, a Bash call and its result), as Claude Code 2.1.x writes them.
+"""Codex CLI rollouts of the shape Codex writes, for the bulk bench (seeded: every run writes
+the same bytes): `~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`, a `session_meta` line with the
+instructions, then per plan call a user message, reasoning (encrypted), a shell call and its
+output, a token count (about 4 KB), and the `update_plan` call of an 8-step plan (steps of
+about 50 characters) with its output.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -144,109 +137,13 @@ def codex_rollout(n: int, calls: int, rng: random.Random) -> str:
     return "\n".join(lines) + "\n"
 
 
-def claude_session(n: int, calls: int, rng: random.Random) -> str:
-    """A transcript with `calls` task-tool calls: TaskCreate of each task, then TaskUpdates."""
-    session_id = f"5e55{n:04x}-bulk-4000-8000-{n:012d}"
-    lines: list[str] = []
-    clock = [0.0]
-
-    def line(kind: str, message: dict[str, Any], extra: dict[str, Any] | None = None) -> None:
-        clock[0] += 1.0
-        body = {
-            "parentUuid": None,
-            "isSidechain": False,
-            "userType": "external",
-            "cwd": f"/home/dev/project-{n % 40}",
-            "sessionId": session_id,
-            "version": "2.1.29",
-            "gitBranch": "main",
-            "type": kind,
-            "message": message,
-            "uuid": f"{session_id}-{len(lines)}",
-            "timestamp": _stamp(clock[0]),
-            **(extra or {}),
-        }
-        lines.append(json.dumps(body))
-
-    def tool(name: str, tool_input: dict[str, Any], text: str, result: Any) -> None:
-        call_id = f"toolu_{n:04d}{len(lines):05d}"
-        line(
-            "assistant",
-            {
-                "model": "claude-opus-4-5-20251101",
-                "role": "assistant",
-                "type": "message",
-                "content": [{"type": "tool_use", "id": call_id, "name": name, "input": tool_input}],
-            },
-        )
-        line(
-            "user",
-            {
-                "role": "user",
-                "content": [{"tool_use_id": call_id, "type": "tool_result", "content": text}],
-            },
-            {"toolUseResult": result},
-        )
-
-    def around() -> None:
-        line("user", {"role": "user", "content": _text(rng, 40)})
-        line(
-            "assistant",
-            {
-                "model": "claude-opus-4-5-20251101",
-                "role": "assistant",
-                "type": "message",
-                "content": [
-                    {"type": "thinking", "thinking": _text(rng, 90), "signature": "E" * 300}
-                ],
-            },
-        )
-        command = _text(rng, 8)
-        output = _text(rng, 170)
-        tool("Bash", {"command": command}, output, {"stdout": output, "stderr": ""})
-
-    texts = step_texts(rng)
-    updates = [(task, status) for task in range(STEPS) for status in ("in_progress", "completed")]
-    for call in range(calls):
-        around()
-        if call < STEPS:
-            subject = texts[call]
-            tool(
-                "TaskCreate",
-                {"subject": subject, "description": _text(rng, 12), "activeForm": "Working"},
-                f"Task #{call + 1} created successfully: {subject}",
-                {"task": {"id": str(call + 1), "subject": subject}},
-            )
-            continue
-        task, status = updates[(call - STEPS) % len(updates)]
-        if call - STEPS >= len(updates):  # past the walk: retitle instead
-            fields: dict[str, Any] = {"subject": f"{texts[task]} (again {call})"[:60]}
-        else:
-            fields = {"status": status}
-        tool(
-            "TaskUpdate",
-            {"taskId": str(task + 1), **fields},
-            f"Updated task #{task + 1} {' '.join(sorted(fields))}",
-            {"success": True, "taskId": str(task + 1), "updatedFields": sorted(fields)},
-        )
-    return "\n".join(lines) + "\n"
-
-
-Writer = Callable[[int, int, random.Random], str]
-
-
-def write_corpus(folder: Path, kind: str, files: int, calls: int, seed: int = 22) -> int:
-    """`files` transcripts of `kind` (codex or claude) under `folder`, laid out as the agent
-    lays them out; returns their size in bytes."""
+def write_corpus(folder: Path, files: int, calls: int, seed: int) -> int:
+    """`files` Codex rollouts under `folder`, laid out as Codex lays them out; returns their
+    size in bytes."""
     rng = random.Random(seed)
     total = 0
     for n in range(files):
-        if kind == "codex":
-            path = folder / f"2025/12/{n % 28 + 1:02d}/rollout-2025-12-01T00-00-00-{n:05d}.jsonl"
-            text = codex_rollout(n, calls, rng)
-        else:
-            path = folder / f"-home-dev-project-{n % 40}/{n:08d}.jsonl"
-            text = claude_session(n, calls, rng)
+        path = folder / f"2025/12/{n % 28 + 1:02d}/rollout-2025-12-01T00-00-00-{n:05d}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
-        total += path.write_bytes(text.encode())
+        total += path.write_bytes(codex_rollout(n, calls, rng).encode())
     return total

@@ -19,15 +19,10 @@ from __future__ import annotations
 
 import functools
 import json
-import resource
-import sys
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
 
@@ -100,10 +95,10 @@ def build_store(service: PlanLedger, sessions: int, per_session: int) -> int:
         events += sum(len(a.pending_events) for a in aggregates)
         batch += aggregates
         if len(batch) >= 2 * SAVE_EVERY:
-            service.ledger._store(*batch)
+            service.ledger.store(*batch)
             batch = []
     if batch:
-        service.ledger._store(*batch)
+        service.ledger.store(*batch)
     return events
 
 
@@ -122,7 +117,7 @@ def verify(service: PlanLedger, workers: int | None) -> int:
         service.ledger.verify_workers = workers
     report = service.ledger.verify()
     assert report.ok, report.problems[:3]
-    return report.sessions_checked
+    return int(report.sessions_checked)
 
 
 def rebuild(service: PlanLedger) -> int:
@@ -133,15 +128,6 @@ def rebuild(service: PlanLedger) -> int:
     finally:
         runner.close()
     return 0
-
-
-def client_cpu() -> float:
-    """CPU seconds of this process and of its finished worker processes (not the database's)."""
-    own, children = (
-        resource.getrusage(resource.RUSAGE_SELF),
-        resource.getrusage(resource.RUSAGE_CHILDREN),
-    )
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -173,11 +159,11 @@ def main(argv: list[str] | None = None) -> None:
         for r in range(args.rounds):
             order = names[r % len(names) :] + names[: r % len(names)]
             for name in order:
-                cpu_before = client_cpu()
+                cpu_before = common.client_cpu()
                 started = time.perf_counter()
                 passes[name](service)
                 rates[name].append(events / (time.perf_counter() - started))
-                cpu[name].append((client_cpu() - cpu_before) / events * 1e6)
+                cpu[name].append((common.client_cpu() - cpu_before) / events * 1e6)
             line = "  ".join(f"{name}={rates[name][-1]:9,.0f}/s" for name in names)
             print(f"round {r + 1}/{args.rounds}: {line}", flush=True)
         service.close()
