@@ -4,6 +4,7 @@ elsewhere), readable offline."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from html import escape
 
@@ -31,9 +32,12 @@ def violation_text(violation: Violation) -> str:
     return f"{violation.code}{where}: {violation.message}"
 
 
+VERIFIED = "verified: every rule and every event's hash chain holds"
+
+
 def verdict(report: SessionReport) -> str:
     if report.verified:
-        return "verified: every rule and every event's hash chain holds"
+        return VERIFIED
     return "NOT VERIFIED: " + "; ".join(
         f"event {p.position} [{p.rule}] {p.message}" for p in report.problems
     )
@@ -45,21 +49,21 @@ def verdict(report: SessionReport) -> str:
 def markdown(report: SessionReport) -> str:
     session = report.session
     md = _MarkdownText()
-    lines = [f"# Plan ledger report: session `{md.code(session.session_id)}`", ""]
+    lines = [f"# Plan ledger report: session {md.code(session.session_id)}", ""]
     lines += [
-        f"- **{md(verdict(report))}**",
-        f"- chain head: `{report.chain_head or 'none'}`",
-        f"- mode: {session.mode}; source: {md(session.source or 'unknown')}"
-        + (
-            f"; parent: `{md.code(session.parent_session_id)}`" if session.parent_session_id else ""
-        ),
+        f"- **{_markdown_verdict(md, report)}**",
+        f"- chain head: {md.code(report.chain_head or 'none')}",
+        f"- mode: {md(session.mode)}; source: {md(session.source or 'unknown')}"
+        + (f"; parent: {md.code(session.parent_session_id)}" if session.parent_session_id else ""),
         f"- {len(report.revisions)} revision(s), {len(report.rejections)} rejection(s); "
         f"exported {when(report.exported_at)}",
         "",
     ]
     if report.goals:
         lines += ["## Goals", ""]
-        lines += [f"- `{md.code(g.goal_id)}` ({g.state}): {md(g.objective)}" for g in report.goals]
+        lines += [
+            f"- {md.code(g.goal_id)} ({md(g.state)}): {md(g.objective)}" for g in report.goals
+        ]
         lines.append("")
     lines += ["## Revisions", ""]
     for revision in report.revisions:
@@ -74,17 +78,48 @@ def markdown(report: SessionReport) -> str:
 
 
 class _MarkdownText:
-    """Text made safe to place in Markdown, on one line: what could be read as a link, an
-    HTML tag, code, emphasis or a table cell is escaped."""
+    """User text made literal in Markdown (CommonMark and GFM, GitHub's renderer included), on
+    one line, by backslash escapes: CommonMark lets any ASCII punctuation character be escaped,
+    and an escaped character is only itself. The report's own text is written as it is.
 
-    SPECIAL = "\\`*[]<>|~"
+    Escaped: the backslash itself; what starts or ends code (`), emphasis (* _), strikethrough
+    (~), a link, an image, a reference or a footnote ([ ]), raw HTML or an autolink (< >), an
+    entity or character reference (&), a table cell (|), an ATX heading's closing sequence (#),
+    math ($) and GFM's bare autolinks (: of a scheme, . of www. or a domain). Every run of
+    whitespace (newlines too) becomes one space, and user text never begins a line, so nothing
+    that only counts at the start of a line can start a block: a heading, a quote, a list item
+    ("- ", "1. ", "1) "), a rule or underline, an indent, a fence or a reference definition.
+    Other punctuation means nothing inside a line and is kept as it is, for the file to stay
+    readable.
+
+    A code span keeps its text verbatim (escapes don't work inside one): its fence is one
+    backtick longer than the longest run inside, and a space pads text that begins or ends with
+    a backtick (CommonMark strips one space at each end)."""
+
+    SPECIAL = frozenset("\\`*_~[]<>&|#$:.")
 
     def __call__(self, text: str) -> str:
-        flat = " ".join(text.split())
-        return "".join(f"\\{c}" if c in self.SPECIAL else c for c in flat)
+        return "".join(f"\\{c}" if c in self.SPECIAL else c for c in _one_line(text))
 
     def code(self, text: str) -> str:
-        return text.replace("`", "'")
+        flat = _one_line(text)
+        if not flat:
+            return ""
+        fence = "`" * (max(map(len, re.findall("`+", flat)), default=0) + 1)
+        pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+        return f"{fence}{pad}{flat}{pad}{fence}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _markdown_verdict(md: _MarkdownText, report: SessionReport) -> str:
+    if report.verified:
+        return VERIFIED
+    return "NOT VERIFIED: " + "; ".join(
+        f"event {p.position} \\[{md(p.rule)}\\] {md(p.message)}" for p in report.problems
+    )
 
 
 def _markdown_revision(md: _MarkdownText, revision: ReportRevision) -> list[str]:
@@ -94,20 +129,30 @@ def _markdown_revision(md: _MarkdownText, revision: ReportRevision) -> list[str]
         "",
         f"{when(revision.at)} by {md(revision.actor or 'unknown')}"
         + (f" via {md(revision.client)}" if revision.client else "")
-        + f", proposal `{md.code(revision.proposal_id)}`",
+        + f", proposal {md.code(revision.proposal_id)}",
         "",
     ]
     lines += [_markdown_step(md, step) for step in plan.steps] or ["(an empty plan)"]
     if revision.transitions:
-        lines += ["", "Changes: " + "; ".join(md(transition_text(t)) for t in revision.transitions)]
+        changes = "; ".join(_markdown_transition(md, t) for t in revision.transitions)
+        lines += ["", f"Changes: {changes}"]
     return [*lines, ""]
 
 
 def _markdown_step(md: _MarkdownText, step: Step) -> str:
-    blocked = f" (blocked by {md(', '.join(step.blocked_by))})" if step.blocked_by else ""
+    blocked = ", ".join(md(task) for task in step.blocked_by)
+    blocked = f" (blocked by {blocked})" if blocked else ""
     owner = f" (owner {md(step.owner)})" if step.owner else ""
-    mark = MARKS.get(step.status, f"[{step.status}]")
-    return f"- `{mark}` {md(step.title)} (`{md.code(step.id)}`){blocked}{owner}"
+    mark = MARKS.get(step.status, f"[{_one_line(step.status)}]")
+    return f"- {md.code(mark)} {md(step.title)} ({md.code(step.id)}){blocked}{owner}"
+
+
+def _markdown_transition(md: _MarkdownText, change: Transition) -> str:
+    if change.from_ is None:
+        return f"{md(change.step_id)}: added ({md(change.to or '')})"
+    if change.to is None:
+        return f"{md(change.step_id)}: removed (was {md(change.from_)})"
+    return f"{md(change.step_id)}: {md(change.from_)} -> {md(change.to)}"
 
 
 def plan_title(revision: ReportRevision) -> str:
@@ -118,10 +163,15 @@ def plan_title(revision: ReportRevision) -> str:
 def _markdown_rejection(md: _MarkdownText, rejection: ReportRejection) -> list[str]:
     lines = [
         f"- {when(rejection.at)} by {md(rejection.actor or 'unknown')}, proposal "
-        f"`{md.code(rejection.proposal_id)}`:"
+        f"{md.code(rejection.proposal_id)}:"
     ]
-    lines += [f"  - {md(violation_text(v))}" for v in rejection.violations]
+    lines += [f"  - {_markdown_violation(md, v)}" for v in rejection.violations]
     return lines
+
+
+def _markdown_violation(md: _MarkdownText, violation: Violation) -> str:
+    where = f" (step {md.code(violation.step_id)})" if violation.step_id else ""
+    return f"{md.code(violation.code)}{where}: {md(violation.message)}"
 
 
 # -- HTML -------------------------------------------------------------------------------------
