@@ -47,6 +47,13 @@ ALLOWED_STATUSES: dict[Policy, frozenset[str]] = {
 
 
 M = TypeVar("M", bound=BaseModel)
+# The one adapter to pydantic's internals (tests/unit/test_public_apis.py names it): pydantic
+# has no public way to make a model without validation at this cost. Its `model_construct`
+# (the public way: `model.model_construct(set(fields_set), **fields)`) walks every field's
+# aliases and defaults, five times the cost of these four slot writes: with it a rebuild of
+# the verify_rebuild bench's store took a fifth more CPU per event, a verify an eighth more
+# (pydantic/pydantic#10536: construct slower than validation; a construct in pydantic-core,
+# pydantic/pydantic-core#964, was closed unmerged).
 _new = object.__new__
 # The setters of the slots every model has (BaseModel's `__slots__`): a fifth faster than
 # `object.__setattr__`, which looks each one up by name.
@@ -117,7 +124,7 @@ class Violation(Frozen):
     index: int | None = None
 
     @model_serializer(mode="wrap")
-    def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # `step_id` and `index` appear only where they apply.
         data: dict[str, Any] = handler(self)
         return {key: value for key, value in data.items() if value is not None}

@@ -62,7 +62,7 @@ def check_snapshot(
     last_policy, last_snapshot, last_problems = _last_checked
     if snapshot is last_snapshot and policy is last_policy:
         return list(last_problems)
-    if passed is not None and _same_texts(passed, snapshot, policy is Policy.TASKS):
+    if passed is not None and same_texts(passed, snapshot, policy is Policy.TASKS):
         problems = _check_statuses(policy, snapshot)
     else:
         problems = _check_snapshot(policy, snapshot)
@@ -70,7 +70,7 @@ def check_snapshot(
     return problems
 
 
-def _same_texts(one: PlanSnapshot, other: PlanSnapshot, blockers: bool = False) -> bool:
+def same_texts(one: PlanSnapshot, other: PlanSnapshot, blockers: bool = False) -> bool:
     """Whether two snapshots have the same title and the same steps' ids and titles (and
     `blockers`: blocked_by), in order."""
     steps, others = one.steps, other.steps

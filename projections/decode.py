@@ -27,7 +27,7 @@ from typing import Any, Literal, NotRequired
 
 from eventsourcing.persistence import JSONTranscoder, Mapper, StoredEvent, Transcoder, Transcoding
 from eventsourcing.utils import get_topic
-from pydantic import ConfigDict, TypeAdapter
+from pydantic import ConfigDict, TypeAdapter, with_config
 from pydantic_core import from_json
 from typing_extensions import TypedDict
 
@@ -60,13 +60,13 @@ class BulkTranscoder(Transcoder):
         if ESCAPE not in data:
             try:
                 state = from_json(data)
-                if type(state) is dict and self._transcode(state, expected) == expected:
+                if type(state) is dict and self.decode_values(state, expected) == expected:
                     return state
             except Exception:  # the library's decode below says what is wrong
                 pass
         return self.transcoder.decode(data)
 
-    def _transcode(self, state: dict[str, Any], expected: int) -> int:
+    def decode_values(self, state: dict[str, Any], expected: int) -> int:
         """Decode the transcoded values among `state`'s values and their list items, in
         place; returns how many there were. Stops once `expected` were: each had a `"_type_"`
         of its own in the text, so no other value can hold one."""
@@ -77,7 +77,7 @@ class BulkTranscoder(Transcoder):
             kind = type(value)
             if kind is dict:
                 if len(value) == 2 and "_type_" in value and "_data_" in value:
-                    state[key] = self._decoded(value["_type_"], value["_data_"])
+                    state[key] = self.decoded_value(value["_type_"], value["_data_"])
                     found += 1
             elif kind is list:
                 for index, item in enumerate(value):
@@ -87,11 +87,11 @@ class BulkTranscoder(Transcoder):
                         and "_type_" in item
                         and "_data_" in item
                     ):
-                        value[index] = self._decoded(item["_type_"], item["_data_"])
+                        value[index] = self.decoded_value(item["_type_"], item["_data_"])
                         found += 1
         return found
 
-    def _decoded(self, name: str, data: Any) -> Any:
+    def decoded_value(self, name: str, data: Any) -> Any:
         if name not in self.shared:
             return self.names[name].decode(data)
         recent = self.recent[name]
@@ -109,11 +109,9 @@ def bulk_mapper(mapper: Mapper[Any], shared: Collection[type] = ()) -> Mapper[An
     transcoder = mapper.transcoder
     if mapper.cipher or mapper.compressor or not isinstance(transcoder, JSONTranscoder):
         return mapper
-    if any(  # a subclass may encode its own way, no more
-        getattr(type(transcoder), name) is not getattr(JSONTranscoder, name)
-        for name in ("decode", "_decode_obj")
-    ):
-        return mapper
+    subclasses = type(transcoder).__mro__[: type(transcoder).__mro__.index(JSONTranscoder)]
+    if any("decode" in name for cls in subclasses for name in vars(cls)):
+        return mapper  # a subclass may encode its own way, no more
     return Mapper(transcoder=BulkTranscoder(transcoder, shared))
 
 
@@ -143,15 +141,15 @@ class _Operation(TypedDict):
 _STRICT = ConfigDict(extra="forbid", strict=True)
 
 
+@with_config(_STRICT)
 class _Created(TypedDict):
-    __pydantic_config__ = _STRICT  # type: ignore[misc]
     timestamp: _Stamp
     originator_topic: str
     session_id: str
 
 
+@with_config(_STRICT)
 class _Proposed(TypedDict):
-    __pydantic_config__ = _STRICT  # type: ignore[misc]
     timestamp: _Stamp
     proposal_id: str
     form: str | None
@@ -165,16 +163,16 @@ class _Proposed(TypedDict):
     actor: NotRequired[str | None]
 
 
+@with_config(_STRICT)
 class _Committed(TypedDict):
-    __pydantic_config__ = _STRICT  # type: ignore[misc]
     timestamp: _Stamp
     proposal_id: str
     revision: int
     snapshot: NotRequired[_Snapshot]  # absent: the same bytes as a candidate read just before
 
 
+@with_config(_STRICT)
 class _Rejected(TypedDict):
-    __pydantic_config__ = _STRICT  # type: ignore[misc]
     timestamp: _Stamp
     proposal_id: str
     violations: list[_Violation]

@@ -16,8 +16,6 @@ from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any, cast
 
-M_TRIM_THRESHOLD = -1  # glibc's mallopt parameter (malloc.h)
-TRIM_THRESHOLD = 256 << 20  # bytes a worker's heap keeps free before it gives any back
 STOP_WAIT = 1.0  # seconds an idle worker is given to end before it is terminated
 # Workers run at their parent's priority. (Lowered, they lost the CPU to the database server's
 # processes, which serve their reads, and to the parent, always to the same worker: a rebuild
@@ -120,21 +118,6 @@ class ForkedWorkers:
                 process.join()
 
 
-def _keep_freed_memory() -> None:
-    """Have glibc's malloc keep what a worker frees for its next message. By default it gives
-    the top of its heap back to the system once a batch is freed, and the next batch faults
-    those pages in again: a rebuild of the bulk bench's store on PostgreSQL took 44k page
-    faults in its workers, a tenth of their CPU in the kernel (17k faults with this). A worker
-    lives for one bulk pass. Nothing is done where there is no glibc."""
-    import ctypes  # (here: a command that never forks does not load it at start-up)
-
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # no mallopt (macOS); musl's is a stub that does nothing
-        return
-    mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
-
-
 def _serve(
     pipe: Connection,
     parents: list[Connection],
@@ -144,7 +127,6 @@ def _serve(
 ) -> None:
     for end in parents:  # the parent's ends, copied by the fork
         end.close()
-    _keep_freed_memory()
     gc.freeze()  # the parent's objects: never scanned here, so never copied by the collector
     if not collect:  # what the work keeps holds no cycles: no collection at all
         gc.disable()

@@ -256,7 +256,7 @@ class ProjectionRunner:
                 return position
             try:
                 with paused_gc():
-                    position = self._apply(position, batch, known)
+                    position = self.apply_batch(position, batch, known)
             except StaleBatch:  # another runner (or a writer) got there first
                 position = self.store.position(VIEWS)
                 known.forget(position)  # (folded past views that are not those stored)
@@ -268,7 +268,9 @@ class ProjectionRunner:
             if len(batch) < self.batch_size:
                 return position
 
-    def _apply(self, position: int, batch: list[EventRow], known: Known) -> int:
+    def apply_batch(self, position: int, batch: list[EventRow], known: Known) -> int:
+        """Fold `batch` (the events after `position`) into the views; the position after it
+        (StaleBatch: another runner moved the position first)."""
         touched = sorted(
             {
                 str(n.originator_id).removeprefix("plan:")
@@ -448,7 +450,7 @@ class ProjectionRunner:
         count = self.workers
         known = collections.deque(batches)
         reader = self.store.share_reader(count)
-        workers = ForkedWorkers(count, functools.partial(fold_state, reader), self._fold_part)
+        workers = ForkedWorkers(count, functools.partial(fold_state, reader), self.fold_part)
         reset = False
 
         def send(bounds: Bounds, after: int) -> None:
@@ -514,7 +516,7 @@ class ProjectionRunner:
             return (0, bounds[1])  # the end of the store when it was read: catch_up goes on
         return self.store.batch_bounds(bounds[1], FORKED_BATCH)
 
-    def _fold_part(self, state: FoldState, share: tuple[int, int, int]) -> FoldedPart:
+    def fold_part(self, state: FoldState, share: tuple[int, int, int]) -> FoldedPart:
         """In a worker: its share (after, upto, share) of a batch read and folded onto the
         facts it holds."""
         assert state.reader is not None

@@ -12,12 +12,11 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
+from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import (
     IntegrityError,
     JSONTranscoder,
     Mapper,
-    Recording,
     Transcoder,
 )
 from eventsourcing.utils import Environment, EnvType, get_topic
@@ -74,6 +73,11 @@ MAX_OBJECTIVE_CHARS = 2000
 FEW_SESSIONS = 20  # named sessions verified stream by stream; more, in one pass over the store
 WRITE_CACHE_SIZE = 1000  # plans kept by a long-running process (server) between commands
 MAX_VERIFY_WORKERS = 4  # processes of a whole-store verify, at most (one per core below that)
+# A snapshot of a plan or session is stored by the save whose events reach a version that is a
+# multiple of its interval (the library's `snapshotting_intervals` rule), taken of the aggregate
+# just saved: the library's own would read the aggregate back from the store first (tens of ms
+# for a long plan, on the command's path), and the aggregate just saved is that state already.
+SNAPSHOT_INTERVALS: dict[type[Aggregate], int] = {Plan: 100, Session: 100}
 A = TypeVar("A", bound=Aggregate)
 
 
@@ -129,7 +133,6 @@ class Ledger(Application[str]):
     """Plans, sessions and goals as events; decisions under optimistic concurrency."""
 
     name = "planledger"
-    snapshotting_intervals = {Plan: 100, Session: 100}  # noqa: RUF012 (library API)
 
     def __init__(self, database: DatabaseSettings | str | None = None) -> None:
         settings = (
@@ -137,8 +140,8 @@ class Ledger(Application[str]):
         )
         self.database = settings
         self.lost_races = 0  # saves refused because another writer appended first
-        self._write_cache: dict[str, tuple[Plan, PlanView]] = {}
-        self._write_cache_lock = threading.Lock()
+        self.write_cache: dict[str, tuple[Plan, PlanView]] = {}
+        self.write_cache_lock = threading.Lock()
         self.views_behind = threading.Event()  # set when a save could not store its views
         self.behind_at = 0  # the last store position of such a save
         # Processes of a whole-store verify, used from PARALLEL_MIN_EVENTS events on. On the
@@ -147,44 +150,11 @@ class Ledger(Application[str]):
         self.verify_workers = min(cores(), MAX_VERIFY_WORKERS)
         current = schema_is_current(settings)  # fails at once, naming why, when unreachable
         super().__init__(env=settings.env)
+        # `store` saves as the library's `save` does without one (construct_env sets none).
+        assert self.repository.cache is None, "the ledger keeps no aggregate cache"
         if not current:
             snapshots = self.snapshots.recorder if self.snapshots else None
             ensure_schema(settings, self.recorder, snapshots)
-
-    def save(self, *objs: Any, **kwargs: Any) -> list[Recording[str]]:
-        """The library's `save` for this ledger's aggregates, their pending events collected
-        directly: the library's `collect_events` checks each object against two
-        runtime-checkable protocols, 15 us a save on Python 3.11 (0.3 us here)."""
-        processing_event: ProcessingEvent[str] = ProcessingEvent()
-        for aggregate in objs:
-            if aggregate is not None:
-                processing_event.events.extend(aggregate.collect_events())
-                processing_event.aggregates[aggregate.id] = aggregate
-        processing_event.saved_kwargs.update(kwargs)
-        recordings = self._record(processing_event)
-        self._take_snapshots(processing_event)
-        self._notify(recordings)
-        return recordings
-
-    def _take_snapshots(self, processing_event: ProcessingEvent[str]) -> None:
-        # The library reads an aggregate due a snapshot back from the store (tens of ms for a
-        # long plan, on the command's path); the aggregate just saved is that state already.
-        if self.snapshots is None:
-            return
-        aggregates = processing_event.aggregates
-        due = set()  # in one pass over the events: a bulk save holds thousands of aggregates
-        for event in processing_event.events:
-            aggregate = aggregates.get(event.originator_id)
-            interval = self.snapshotting_intervals.get(type(aggregate)) if aggregate else None
-            if interval is not None and event.originator_version % interval == 0:
-                due.add(event.originator_id)
-        snapshots = [
-            Aggregate.Snapshot.take(aggregate)
-            for aggregate_id, aggregate in aggregates.items()
-            if aggregate_id in due and isinstance(aggregate, Aggregate)
-        ]
-        if snapshots:
-            self.snapshots.put(snapshots)
 
     def construct_env(self, name: str, env: EnvType | None = None) -> Environment:
         # Only our own setting counts: never os.environ, never silent in-memory storage.
@@ -213,10 +183,10 @@ class Ledger(Application[str]):
         session = Session.open(session_aggregate_id(session_id), session_id, Mode(mode), origin)
         plan = Plan.create(plan_aggregate_id(session_id), session_id)
         try:
-            _, changes = self._store(session, plan)
+            _, changes = self.store(session, plan)
         except IntegrityError:
             raise SessionExists(session_id) from None
-        self._checkin(plan, changes.views[session_id][1])  # the first proposal decides on it
+        self.checkin(plan, changes.views[session_id][1])  # the first proposal decides on it
         return session_view(session)
 
     def session_exists(self, session_id: str) -> bool:
@@ -225,11 +195,13 @@ class Ledger(Application[str]):
         return bool(self.recorder.select_events(aggregate_id, limit=1))
 
     def session(self, session_id: str) -> SessionView:
-        return session_view(self._session(session_id))
+        return session_view(self.session_aggregate(session_id))
 
     def set_mode(self, session_id: str, mode: Mode) -> SessionView:
         """The user's explicit mode switch, recorded as CollaborationModeChanged."""
-        return session_view(self._update(session_id, self._session, lambda s: s.change_mode(mode)))
+        return session_view(
+            self.update_aggregate(session_id, self.session_aggregate, lambda s: s.change_mode(mode))
+        )
 
     def start_goal(self, session_id: str, goal_id: str, objective: str) -> SessionView:
         validate_id(goal_id, "goal id")
@@ -243,13 +215,17 @@ class Ledger(Application[str]):
                 "character but tab and newline)"
             )
         return session_view(
-            self._update(session_id, self._session, lambda s: s.start_goal(goal_id, objective))
+            self.update_aggregate(
+                session_id, self.session_aggregate, lambda s: s.start_goal(goal_id, objective)
+            )
         )
 
     def move_goal(self, session_id: str, goal_id: str, edge: str) -> SessionView:
         """edge: block, resume, complete or cancel."""
         return session_view(
-            self._update(session_id, self._session, lambda s: s.move_goal(goal_id, edge))
+            self.update_aggregate(
+                session_id, self.session_aggregate, lambda s: s.move_goal(goal_id, edge)
+            )
         )
 
     # -- plans ------------------------------------------------------------------------------
@@ -265,7 +241,7 @@ class Ledger(Application[str]):
     ) -> Decision:
         """Propose and decide in one call (CLI, HTTP, ACP, MCP). `actor`: who sent it (None:
         the local user)."""
-        return self._propose(session_id, payload, client, proposal_id, actor, decide=True)
+        return self.record_proposal(session_id, payload, client, proposal_id, actor, decide=True)
 
     def propose(
         self,
@@ -277,7 +253,9 @@ class Ledger(Application[str]):
         actor: str | None = None,
     ) -> str:
         """Stage one: record the proposal undecided; returns its proposal_id."""
-        decision = self._propose(session_id, payload, client, proposal_id, actor, decide=False)
+        decision = self.record_proposal(
+            session_id, payload, client, proposal_id, actor, decide=False
+        )
         return decision.proposal_id
 
     @heals
@@ -288,35 +266,35 @@ class Ledger(Application[str]):
             raise InvalidInput("a plan proposal must be a JSON object")
         parsed = parse_proposal(payload)
         try:
-            plan = self._plan(session_id)
+            plan = self.plan_aggregate(session_id)
         except SessionNotFound:
             plan = Plan.create(plan_aggregate_id(session_id), session_id)
         proposal_id = parsed.proposal_id or "check"
         plan.propose(proposal_id, parsed, fingerprint(payload), None)
-        outcome = plan.decide(self._goals_for(session_id, plan.pending))
+        outcome = plan.decide(self.goals_for(session_id, plan.pending))
         return decision_of(proposal_id, outcome, plan.revision)
 
     @heals
     def decide(self, session_id: str, proposal_id: str) -> Decision:
         """Stage two: decide a recorded proposal, or return the outcome it already has."""
-        for _ in self._attempts():
-            plan, before = self._checkout(session_id)
+        for _ in self.attempts():
+            plan, before = self.checkout(session_id)
             outcome = plan.outcomes.get(proposal_id)
             if outcome is None:
-                plan, before = self._load(session_id)  # the cached plan may predate it
+                plan, before = self.read_plan(session_id)  # the cached plan may predate it
                 outcome = plan.outcomes.get(proposal_id)
             if outcome is None:
                 raise ProposalNotFound(f"session {session_id!r} has no proposal {proposal_id!r}")
             if outcome.status != "pending":
-                self._checkin(plan, before)
+                self.checkin(plan, before)
                 return decision_of(proposal_id, outcome, plan.revision)
-            outcome = plan.decide(self._goals_for(session_id, plan.pending))
-            decision = self._save_decision(plan, before, proposal_id, outcome)
+            outcome = plan.decide(self.goals_for(session_id, plan.pending))
+            decision = self.save_decision(plan, before, proposal_id, outcome)
             if decision is not None:
                 return decision
         raise Contention(f"too many concurrent writers on session {session_id!r}")
 
-    def _propose(
+    def record_proposal(
         self,
         session_id: str,
         payload: Any,
@@ -331,7 +309,7 @@ class Ledger(Application[str]):
         parsed = parse_proposal(payload)
         proposal_id = parsed.proposal_id or proposal_id or uuid.uuid4().hex
         validate_id(proposal_id, "proposal id")
-        return self._decide_proposal(
+        return self.decide_proposal(
             session_id,
             parsed,
             proposal_id,
@@ -341,7 +319,7 @@ class Ledger(Application[str]):
         )
 
     @heals
-    def _decide_proposal(
+    def decide_proposal(
         self,
         session_id: str,
         parsed: ParsedProposal,
@@ -350,22 +328,22 @@ class Ledger(Application[str]):
         sender: tuple[str | None, str | None],  # (client, actor)
         decide: bool,
     ) -> Decision:
-        for _ in self._attempts():
-            plan, before = self._checkout(session_id)
+        for _ in self.attempts():
+            plan, before = self.checkout(session_id)
             known = plan.outcomes.get(proposal_id)
             if known is not None:  # a retry: the plan's revision now is read from the store
-                plan, before = self._load(session_id)
+                plan, before = self.read_plan(session_id)
                 known = plan.outcomes.get(proposal_id)
             answer = retry_decision(plan, proposal_id, content, decide)
             if answer is not None:
-                self._checkin(plan, before)
+                self.checkin(plan, before)
                 return answer
             if known is None:
                 plan.propose(proposal_id, parsed, content, *sender)
             outcome = plan.outcomes[proposal_id]
             if decide:
-                outcome = plan.decide(self._goals_for(session_id, plan.pending))
-            decision = self._save_decision(plan, before, proposal_id, outcome)
+                outcome = plan.decide(self.goals_for(session_id, plan.pending))
+            decision = self.save_decision(plan, before, proposal_id, outcome)
             if decision is not None:
                 return decision
         raise Contention(f"too many concurrent writers on session {session_id!r}")
@@ -393,17 +371,17 @@ class Ledger(Application[str]):
         for session_id, calls in batches.items():
             validate_id(session_id)
             parsed[session_id] = [parse_call(call) for call in calls]
-        return self._record_sessions(parsed, open_missing, origins or {}, absent)
+        return self.record_sessions(parsed, open_missing, origins or {}, absent)
 
     @heals
-    def _record_sessions(
+    def record_sessions(
         self,
         batches: dict[str, list[ParsedCall]],
         open_missing: bool,
         origins: Mapping[str, Origin],
         absent: Collection[str] = (),
     ) -> dict[str, list[Decision]]:
-        for attempt in self._attempts():
+        for attempt in self.attempts():
             aggregates: list[Aggregate] = []
             before: dict[str, PlanView | None] = {}
             plans: dict[str, Plan] = {}
@@ -413,7 +391,7 @@ class Ledger(Application[str]):
                 try:
                     if open_missing and not attempt and session_id in absent:
                         raise SessionNotFound(session_id)
-                    plan, view = self._checkout(session_id)
+                    plan, view = self.checkout(session_id)
                     before[session_id] = view
                 except SessionNotFound:
                     if not open_missing:
@@ -428,24 +406,24 @@ class Ledger(Application[str]):
                     aggregates.append(session)
                     offset += len(session.pending_events)
                     before[session_id] = None
-                decided[session_id] = self._decide_calls(session_id, plan, calls, offset)
+                decided[session_id] = self.decide_calls(session_id, plan, calls, offset)
                 offset += len(plan.pending_events)
                 plans[session_id] = plan
                 aggregates.append(plan)
             try:
-                recordings, changes = self._store(*aggregates, before=before)
+                recordings, changes = self.store(*aggregates, before=before)
             except IntegrityError:
                 self.lost_races += 1
                 for session_id in batches:  # their cached plans may be stale: read again
-                    with self._write_cache_lock:
-                        self._write_cache.pop(session_id, None)
+                    with self.write_cache_lock:
+                        self.write_cache.pop(session_id, None)
                 continue
             results: dict[str, list[Decision]] = {}
             for session_id, plan in plans.items():
                 changed = changes.views.get(session_id)
                 after = changed[1] if changed else before[session_id]
                 if after is not None:
-                    self._checkin(plan, after)
+                    self.checkin(plan, after)
                 for decision, position in decided[session_id]:
                     if position > 0 and recordings:
                         decision.store_position = recordings[position - 1].notification.id
@@ -453,7 +431,7 @@ class Ledger(Application[str]):
             return results
         raise Contention("too many concurrent writers on these sessions")
 
-    def _decide_calls(
+    def decide_calls(
         self, session_id: str, plan: Plan, calls: list[ParsedCall], offset: int
     ) -> list[tuple[Decision, int]]:
         """Decide each call on `plan` in order; each decision with the (1-based) place of its
@@ -468,32 +446,32 @@ class Ledger(Application[str]):
                 plan.propose(
                     call.proposal_id, call.parsed, call.fingerprint, call.client, call.actor
                 )
-            outcome = plan.decide(self._goals_for(session_id, plan.pending))
+            outcome = plan.decide(self.goals_for(session_id, plan.pending))
             decided = decision_of(call.proposal_id, outcome, plan.revision)
             decisions.append((decided, offset + len(plan.pending_events)))
         return decisions
 
-    def _save_decision(
+    def save_decision(
         self, plan: Plan, before: PlanView, proposal_id: str, outcome: Outcome
     ) -> Decision | None:
         """Save; None when another writer got there first (the caller re-decides)."""
         try:
-            recordings, after = self._store_plan(plan, before)
+            recordings, after = self.store_plan(plan, before)
         except IntegrityError:
             self.lost_races += 1
             return None
-        self._checkin(plan, after)
+        self.checkin(plan, after)
         decision = decision_of(proposal_id, outcome, plan.revision)
         decision.store_position = recordings[-1].notification.id if recordings else None
         if recordings and outcome.status == "committed":
             decision._view = after
         return decision
 
-    def _goals_for(self, session_id: str, pending: PendingProposal | None) -> set[str]:
+    def goals_for(self, session_id: str, pending: PendingProposal | None) -> set[str]:
         # Only a proposal that names a goal costs a read of the session.
         if pending is None or pending.candidate is None or pending.candidate.goal_id is None:
             return set()
-        return set(self._session(session_id).goals)
+        return set(self.session_aggregate(session_id).goals)
 
     # -- verification -----------------------------------------------------------------------
 
@@ -595,15 +573,15 @@ class Ledger(Application[str]):
         )  # (both of the ledger's recorders: planledger.storage.*_recorder)
         return chained
 
-    def _stream(self, aggregate_id: str) -> list[Any]:
+    def stream_events(self, aggregate_id: str) -> list[Any]:
         return list(self.recorder.select_events(aggregate_id))
 
-    def _replay(self, aggregate_id: str, session_id: str) -> tuple[Any, Problem | None]:
-        return replay(session_id, self._stream(aggregate_id), self.mapper)
+    def replay_stream(self, aggregate_id: str, session_id: str) -> tuple[Any, Problem | None]:
+        return replay(session_id, self.stream_events(aggregate_id), self.mapper)
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def _checkout(self, session_id: str) -> tuple[Plan, PlanView]:
+    def checkout(self, session_id: str) -> tuple[Plan, PlanView]:
         """The plan to decide on, with its view: the one this process last saved, else read
         from the store.
 
@@ -611,53 +589,65 @@ class Ledger(Application[str]):
         process wrote since) cannot commit: its next version collides on the events' primary
         key, the save raises IntegrityError, and the retry reads the store.
         """
-        with self._write_cache_lock:
-            cached = self._write_cache.pop(session_id, None)
-        return cached if cached is not None else self._load(session_id)
+        with self.write_cache_lock:
+            cached = self.write_cache.pop(session_id, None)
+        return cached if cached is not None else self.read_plan(session_id)
 
-    def _load(self, session_id: str) -> tuple[Plan, PlanView]:
-        plan = self._plan(session_id)
+    def read_plan(self, session_id: str) -> tuple[Plan, PlanView]:
+        plan = self.plan_aggregate(session_id)
         return plan, plan_view(plan)
 
-    def _checkin(self, plan: Plan, view: PlanView) -> None:
+    def checkin(self, plan: Plan, view: PlanView) -> None:
         """Keep a plan whose every event is stored, for the next command on its session."""
         assert not plan.pending_events
-        with self._write_cache_lock:
-            self._write_cache[plan.session_id] = (plan, view)
-            while len(self._write_cache) > WRITE_CACHE_SIZE:
-                del self._write_cache[next(iter(self._write_cache))]
+        with self.write_cache_lock:
+            self.write_cache[plan.session_id] = (plan, view)
+            while len(self.write_cache) > WRITE_CACHE_SIZE:
+                del self.write_cache[next(iter(self.write_cache))]
 
-    def _store_plan(self, plan: Plan, before: PlanView) -> tuple[list[Any], PlanView]:
+    def store_plan(self, plan: Plan, before: PlanView) -> tuple[list[Any], PlanView]:
         """Save the plan's new events with their views; returns the recordings and the view."""
         if not plan.pending_events:
             return [], before
-        recordings, changes = self._store(plan, before={plan.session_id: before})
+        recordings, changes = self.store(plan, before={plan.session_id: before})
         changed = changes.views.get(plan.session_id)
         return recordings, changed[1] if changed else before
 
-    def _store(
+    def store(
         self, *aggregates: Aggregate, before: Mapping[str, PlanView | None] | None = None
     ) -> tuple[list[Any], ViewChanges]:
         """Save the aggregates' new events and, in the same transaction, the views they change
-        (when the views are up to date; otherwise `views_behind` is set for a catch-up)."""
+        (when the views are up to date; otherwise `views_behind` is set for a catch-up); then
+        the snapshots due (SNAPSHOT_INTERVALS).
+
+        What the library's `Application.save` does for this application, through the public
+        parts it uses: each aggregate's `collect_events()` into the event store's `put`. Its
+        own `collect_events` first checks every aggregate against two runtime-checkable
+        protocols, 11 us a save measured alone and 33 us a submit in place on Python 3.11 (4% of
+        a SQLite commit); and its other steps do nothing here: no aggregate cache to fill
+        (__init__), no snapshotting_intervals (SNAPSHOT_INTERVALS), no notify hook."""
         events = [(event, None) for aggregate in aggregates for event in aggregate.pending_events]
         changes = fold_events(before or {}, events, judged=True)  # type: ignore[arg-type]
         views = InlineViews(changes)
-        recordings = self.save(*aggregates, views=views)
+        due = due_snapshots(aggregates)
+        new = [event for aggregate in aggregates for event in aggregate.collect_events()]
+        recordings = self.events.put(new, views=views)
+        if due and self.snapshots is not None:
+            self.snapshots.put([Aggregate.Snapshot.take(aggregate) for aggregate in due])
         if not views.applied:
             positions = [recording.notification.id for recording in recordings]
             self.behind_at = max(self.behind_at, *positions, 0)
             self.views_behind.set()
         return recordings, changes
 
-    def _plan(self, session_id: str) -> Plan:
-        return self._get(plan_aggregate_id(session_id), session_id, Plan)
+    def plan_aggregate(self, session_id: str) -> Plan:
+        return self.get_aggregate(plan_aggregate_id(session_id), session_id, Plan)
 
-    def _session(self, session_id: str) -> Session:
-        return self._get(session_aggregate_id(session_id), session_id, Session)
+    def session_aggregate(self, session_id: str) -> Session:
+        return self.get_aggregate(session_aggregate_id(session_id), session_id, Session)
 
     @heals
-    def _get(self, aggregate_id: str, session_id: str, kind: type[A]) -> A:
+    def get_aggregate(self, aggregate_id: str, session_id: str, kind: type[A]) -> A:
         validate_id(session_id)
         try:
             aggregate: Any = self.repository.get(aggregate_id)
@@ -669,7 +659,7 @@ class Ledger(Application[str]):
             if unavailable_cause(error) is not None:
                 raise  # the database, not the history: replaying would wait for it again
             # A stored event that no longer decodes: name where, like verify does.
-            _, problem = self._replay(aggregate_id, session_id)
+            _, problem = self.replay_stream(aggregate_id, session_id)
             if problem is None:
                 raise
             raise CorruptHistory(
@@ -679,24 +669,40 @@ class Ledger(Application[str]):
         return aggregate
 
     @heals
-    def _update(self, session_id: str, load: Callable[[str], A], change: Callable[[A], None]) -> A:
-        for _ in self._attempts():
+    def update_aggregate(
+        self, session_id: str, load: Callable[[str], A], change: Callable[[A], None]
+    ) -> A:
+        for _ in self.attempts():
             aggregate = load(session_id)
             change(aggregate)
             try:
-                self._store(aggregate)
+                self.store(aggregate)
             except IntegrityError:
                 continue
             return aggregate
         raise Contention(f"too many concurrent writers on session {session_id!r}")
 
     @staticmethod
-    def _attempts() -> Iterator[int]:
+    def attempts() -> Iterator[int]:
         for attempt in range(MAX_ATTEMPTS):
             if attempt:
                 # Jittered backoff so a crowd of losers does not collide again in lockstep.
                 time.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))
             yield attempt
+
+
+def due_snapshots(aggregates: Sequence[Aggregate]) -> list[Aggregate]:
+    """The aggregates whose pending events reach a multiple of their SNAPSHOT_INTERVALS (a bulk
+    save holds thousands of aggregates: one look at each one's first and last version)."""
+    due = []
+    for aggregate in aggregates:
+        interval = SNAPSHOT_INTERVALS.get(type(aggregate))
+        pending = aggregate.pending_events
+        if interval is not None and pending:
+            first, last = pending[0].originator_version, pending[-1].originator_version
+            if last // interval > (first - 1) // interval:
+                due.append(aggregate)
+    return due
 
 
 def ledger_mapper(database: DatabaseSettings) -> Mapper[str]:

@@ -3,22 +3,41 @@ unavailable" within about 3 s (the spec's bound), and the first call after it is
 
 The library's pool waits POSTGRES_CONNECT_TIMEOUT for a connection, connects without a timeout
 and retries a lost server with backoff for 5 minutes, and its recorders retry each read 10
-times (about 25 s in all on a lost server). The service's `heals` retries within its bound."""
+times (about 25 s in all on a lost server): our recorders read once (postgres_reads), and the
+service's `heals` retries within its bound. The pool's `kwargs`, `timeout` and
+`reconnect_timeout` set here are psycopg_pool's public attributes."""
 
 from __future__ import annotations
 
-import inspect
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
 
+from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresFactory
 from eventsourcing.utils import Environment, EnvType
 
+from planledger.storage.postgres_reads import OnceReads
 from planledger.storage.settings import CONNECT_TIMEOUT, POOL_TIMEOUT
 
 
 class UnretriedAggregateRecorder(PostgresAggregateRecorder):
-    """The snapshot store's recorder, each read tried once."""
+    """The snapshot store's recorder, each read tried once (planledger.storage.postgres_reads)."""
 
-    select_events = inspect.unwrap(PostgresAggregateRecorder.select_events)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reads = OnceReads(self.datastore, self.events_table_name)
+
+    def select_events(
+        self,
+        originator_id: UUID | str,
+        *,
+        gt: int | None = None,
+        lte: int | None = None,
+        desc: bool = False,
+        limit: int | None = None,
+    ) -> Sequence[StoredEvent]:
+        return self.reads.select_events(originator_id, gt=gt, lte=lte, desc=desc, limit=limit)
 
 
 class BoundedPostgresFactory(PostgresFactory):

@@ -12,17 +12,18 @@ writers of one revision never both commit.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from typing import Any
+from uuid import UUID
 
 import psycopg
-from eventsourcing.persistence import StoredEvent
+from eventsourcing.persistence import Notification, StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg import sql
 
 from planledger.storage.horizon import MAX_EVENTS_PER_WRITE, XACT_BASE
 from planledger.storage.known_chains import KnownChains
+from planledger.storage.postgres_reads import OnceReads
 from planledger.storage.recorder import InlineViews
 from planledger.storage.scan import ChainedEvent
 from planledger.storage.view_rows import SESSION_COLUMNS, ViewRows, columns, rows_of
@@ -31,10 +32,6 @@ from planledger.storage.view_rows import SESSION_COLUMNS, ViewRows, columns, row
 class ViewsPostgresRecorder(PostgresApplicationRecorder):
     """The library's PostgreSQL insert with each event's chain (domain.chain) and no table lock,
     plus the views in the same statement when current (the module says how)."""
-
-    # Each read tried once: the service's `heals` retries within its bound (postgres_factory).
-    select_events = inspect.unwrap(PostgresApplicationRecorder.select_events)
-    select_notifications = inspect.unwrap(PostgresApplicationRecorder.select_notifications)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -45,6 +42,34 @@ class ViewsPostgresRecorder(PostgresApplicationRecorder):
             sql.SQL("ALTER TABLE {0} ADD COLUMN IF NOT EXISTS chain text").format(table)
         )
         self.known_chains = KnownChains()
+        # Each write shape's INSERT-with-views statement and the NOTIFY, rendered (statements).
+        self.rendered: dict[tuple[int, ...], tuple[bytes, bytes]] = {}
+        # Each read tried once: the service's `heals` retries within its bound (postgres_reads).
+        self.reads = OnceReads(self.datastore, self.events_table_name)
+
+    def select_events(
+        self,
+        originator_id: UUID | str,
+        *,
+        gt: int | None = None,
+        lte: int | None = None,
+        desc: bool = False,
+        limit: int | None = None,
+    ) -> Sequence[StoredEvent]:
+        return self.reads.select_events(originator_id, gt=gt, lte=lte, desc=desc, limit=limit)
+
+    def select_notifications(
+        self,
+        start: int | None,
+        limit: int,
+        stop: int | None = None,
+        topics: Sequence[str] = (),
+        *,
+        inclusive_of_start: bool = True,
+    ) -> Sequence[Notification]:
+        return self.reads.select_notifications(
+            start, limit, stop, topics, inclusive_of_start=inclusive_of_start
+        )
 
     def insert_events(
         self,
@@ -90,7 +115,7 @@ class ViewsPostgresRecorder(PostgresApplicationRecorder):
         error: Exception | None = None
         result: list[tuple[int, int, str | None]] = []
         with self.datastore.get_connection() as conn:
-            insert, notify = self._statements(conn, shape)
+            insert, notify = self.statements(conn, shape)
             with conn.cursor(row_factory=psycopg.rows.tuple_row) as cur:
                 try:
                     # One statement, so a transaction of its own (the connection commits every
@@ -130,12 +155,10 @@ class ViewsPostgresRecorder(PostgresApplicationRecorder):
             rows: list[Any] = cursor.execute(statement, (originator_id,)).fetchall()
         return [ChainedEvent(o, v, t, bytes(s), h, at) for o, v, t, s, h, at in rows]
 
-    def _statements(self, conn: Any, shape: tuple[int, ...]) -> tuple[bytes, bytes]:
+    def statements(self, conn: Any, shape: tuple[int, ...]) -> tuple[bytes, bytes]:
         """The INSERT-with-views statement for this shape of write and the NOTIFY, rendered
         once as bytes (psycopg would otherwise compose them on every execute)."""
-        cache: dict[tuple[int, ...], tuple[bytes, bytes]] = self.__dict__.setdefault(
-            "_rendered", {}
-        )
+        cache = self.rendered
         rendered = cache.get(shape)
         if rendered is None:
             statement = insert_with_views(

@@ -121,10 +121,10 @@ class PostgresViewStore(ViewStore):
         """Forget every view and position: TRUNCATE (in the same transaction as the position)
         frees the tables at once, where DELETE would mark each row and index entry dead."""
         with self.lock, self._write_transaction():
-            self._execute(
+            self.execute_sql(
                 "TRUNCATE planledger_plan_history, planledger_plan_views, planledger_sessions"
             )
-            self._execute("UPDATE planledger_tracking SET position = 0")
+            self.execute_sql("UPDATE planledger_tracking SET position = 0")
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self._on_reader(lambda conn: conn.execute(sql, params).fetchall())
@@ -142,12 +142,12 @@ class PostgresViewStore(ViewStore):
                     raise
         raise AssertionError("unreachable")
 
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def execute_sql(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self.conn.cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.fetchall() if cursor.description else []
 
-    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with self.conn.cursor() as cursor:
             cursor.executemany(sql, rows)
 

@@ -1,4 +1,5 @@
-"""The SQLite write path: the library's insert, plus the views in the same transaction."""
+"""The SQLite write path: the recorder contract's insert, on the library's datastore and
+cursor, with each event's chain and the views in the same transaction."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ from planledger.storage.view_rows import rows_of, write_rows
 
 
 class ViewsSQLiteRecorder(SQLiteApplicationRecorder):
-    """The library's SQLite insert with each event's chain (domain.chain), plus the views in
-    the same transaction when current."""
+    """The library's SQLite application recorder whose insert (our SQL, in the datastore's
+    transaction) stores each event's chain (domain.chain), plus the views in the same
+    transaction when current."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -40,27 +42,32 @@ class ViewsSQLiteRecorder(SQLiteApplicationRecorder):
         ]
 
     def insert_events(
-        self, stored_events: Sequence[StoredEvent], **kwargs: Any
-    ) -> Sequence[int] | None:
-        """The library's insert, each event stored with its chain: the ones whose chain before
-        is known (planledger.storage.known_chains) in the insert, the others right after it."""
-        chains = self.known_chains.chains_of(stored_events)
-        with self.datastore.transaction(commit=True) as c:
-            ids = self._insert_events(c, stored_events, chains=chains, **kwargs)
-        self.known_chains.stored(stored_events, chains)  # committed: every chain filled in
-        return ids
-
-    def _insert_events(
         self,
-        c: SQLiteCursor,
         stored_events: Sequence[StoredEvent],
         *,
         views: InlineViews | None = None,
-        chains: list[str | None] | None = None,
         **kwargs: Any,
     ) -> Sequence[int] | None:
-        if chains is None:
-            chains = [None] * len(stored_events)
+        """The recorder contract's insert (the events in one transaction, their notification
+        ids returned), each event stored with its chain: the ones whose chain before is known
+        (planledger.storage.known_chains) in the insert, the others right after it; and, with
+        `views`, the views in the same transaction when they are current. (Any `tracking` is
+        ignored, as by the library's application recorder: the ledger is no process recorder.)"""
+        chains = self.known_chains.chains_of(stored_events)
+        with self.datastore.transaction(commit=True) as c:
+            ids = self.write_events(c, stored_events, chains, views=views)
+        self.known_chains.stored(stored_events, chains)  # committed: every chain filled in
+        return ids
+
+    def write_events(
+        self,
+        c: SQLiteCursor,
+        stored_events: Sequence[StoredEvent],
+        chains: list[str | None],
+        *,
+        views: InlineViews | None = None,
+    ) -> list[int]:
+        """Insert the events, their chains and the views in `c`'s transaction; their ids."""
         ids: list[int] = []
         for event, chain in zip(stored_events, chains, strict=True):
             originator_id = event.originator_id
@@ -77,7 +84,7 @@ class ViewsSQLiteRecorder(SQLiteApplicationRecorder):
             ids.append(c.lastrowid)
         if not ids:
             return ids
-        self._chain(c, stored_events, ids, chains)
+        self.fill_chains(c, stored_events, ids, chains)
         if views is None:
             return ids
         # The insert took the write lock: nobody else moves the views until we commit.
@@ -112,7 +119,7 @@ class ViewsSQLiteRecorder(SQLiteApplicationRecorder):
             )
             return [ChainedEvent(o, v, t, bytes(s), h, at) for o, v, t, s, h, at in c.fetchall()]
 
-    def _chain(
+    def fill_chains(
         self,
         c: SQLiteCursor,
         stored_events: Sequence[StoredEvent],

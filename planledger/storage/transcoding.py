@@ -7,7 +7,7 @@ import re
 from enum import Enum
 from typing import Any
 
-from eventsourcing.persistence import JSONTranscoder, Transcoding
+from eventsourcing.persistence import JSONTranscoder, Transcoding, TranscodingNotRegisteredError
 from pydantic import BaseModel
 from pydantic_core import to_json
 
@@ -22,14 +22,14 @@ class PydanticTranscoding(Transcoding):
         self.name = re.sub(r"(?<!^)(?=[A-Z])", "_", model.__name__).lower()
         # The last model encoded and its data: a commit's snapshot is the very object its
         # proposal's candidate was, encoded in the same save (models are frozen).
-        self._last: tuple[BaseModel | None, Any] = (None, {})
+        self.last_encoded: tuple[BaseModel | None, Any] = (None, {})
 
     def encode(self, obj: BaseModel) -> Any:
         """The model's JSON data, every object's keys in sorted order (canonical JSON)."""
-        last, data = self._last
+        last, data = self.last_encoded
         if last is not obj:
             data = sorted_keys(obj.model_dump(mode="json"))
-            self._last = (obj, data)
+            self.last_encoded = (obj, data)
         return data
 
     def decode(self, data: Any) -> BaseModel:
@@ -69,12 +69,23 @@ class EventTranscoder(JSONTranscoder):
     def __init__(self) -> None:
         super().__init__()
         self.encoder = json.JSONEncoder(
-            default=self._encode_obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+            default=self.wrapped, sort_keys=True, separators=(",", ":"), ensure_ascii=False
         )
+
+    def wrapped(self, obj: Any) -> dict[str, Any]:
+        """A value of a registered type as the library's encoder wraps it (`{"_type_": name,
+        "_data_": data}`); TranscodingNotRegisteredError, as the library's, for any other."""
+        transcoding = self.types.get(type(obj))
+        if transcoding is None:
+            raise TranscodingNotRegisteredError(
+                f"Object of type {type(obj)} is not serializable. Please define and register "
+                "a custom transcoding for this type."
+            )
+        return {"_type_": transcoding.name, "_data_": transcoding.encode(obj)}
 
     def encode(self, obj: Any) -> bytes:
         if type(obj) is dict:
-            prepared = self._prepared(obj)
+            prepared = self.prepared(obj)
             if prepared is not None:
                 try:
                     return to_json(prepared)
@@ -82,7 +93,7 @@ class EventTranscoder(JSONTranscoder):
                     pass
         return super().encode(obj)
 
-    def _prepared(self, state: dict[str, Any]) -> dict[str, Any] | None:
+    def prepared(self, state: dict[str, Any]) -> dict[str, Any] | None:
         """`state` in key order with each registered value wrapped; None if it holds anything
         else."""
         prepared: dict[str, Any] = {}
@@ -95,19 +106,19 @@ class EventTranscoder(JSONTranscoder):
             if kind is list or kind is tuple:
                 items = []
                 for item in value:
-                    wrapped = self._value(item)
+                    wrapped = self.plain_or_wrapped(item)
                     if wrapped is self:
                         return None
                     items.append(wrapped)
                 prepared[key] = items
                 continue
-            wrapped = self._value(value)
+            wrapped = self.plain_or_wrapped(value)
             if wrapped is self:
                 return None
             prepared[key] = wrapped
         return prepared if len(prepared) == len(state) else None
 
-    def _value(self, value: Any) -> Any:
+    def plain_or_wrapped(self, value: Any) -> Any:
         """A plain value as is, a registered one wrapped; `self` for anything else."""
         kind = type(value)
         if kind in PLAIN:

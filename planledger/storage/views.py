@@ -47,11 +47,11 @@ class ViewStore(ABC):
     # -- dialect hooks ------------------------------------------------------------------------
 
     @abstractmethod
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def execute_sql(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run a statement on the writer's connection."""
 
     @abstractmethod
-    def _executemany(self, sql: str, rows: Sequence[Row]) -> None:
+    def execute_many(self, sql: str, rows: Sequence[Row]) -> None:
         """Run a statement once per row on the writer's connection."""
 
     @abstractmethod
@@ -102,24 +102,24 @@ class ViewStore(ABC):
     def reset(self) -> None:
         """Forget every view and position (the start of a rebuild)."""
         with self.lock, self._write_transaction():
-            self._execute("DELETE FROM planledger_plan_history")
-            self._execute("DELETE FROM planledger_plan_views")
-            self._execute("DELETE FROM planledger_sessions")
-            self._execute("UPDATE planledger_tracking SET position = 0")
+            self.execute_sql("DELETE FROM planledger_plan_history")
+            self.execute_sql("DELETE FROM planledger_plan_views")
+            self.execute_sql("DELETE FROM planledger_sessions")
+            self.execute_sql("UPDATE planledger_tracking SET position = 0")
 
     # -- tracking and writes ------------------------------------------------------------------
 
     def position(self, name: str) -> int:
         p = self.placeholder
         with self.lock:
-            rows = self._execute(
+            rows = self.execute_sql(
                 f"SELECT position FROM planledger_tracking WHERE projection = {p}", (name,)
             )
         return int(rows[0][0]) if rows else 0
 
     def max_notification_id(self) -> int:
         with self.lock:
-            rows = self._execute(
+            rows = self.execute_sql(
                 f"SELECT MAX({self.id_column}) FROM {self.events_table} WHERE {self.settled}"
             )
         return int(rows[0][0] or 0)
@@ -133,7 +133,7 @@ class ViewStore(ABC):
         """Record that the session's history breaks a rule (found by verify)."""
         p = self.placeholder
         with self.lock, self._write_transaction():
-            self._execute(
+            self.execute_sql(
                 f"UPDATE planledger_plan_views SET corrupt = {p} WHERE session_id = {p}",
                 (mark.model_dump_json(), session_id),
             )
@@ -156,7 +156,7 @@ class ViewStore(ABC):
             return {}
         marks = ", ".join([self.placeholder] * len(session_ids))
         with self.lock:
-            rows = self._execute(
+            rows = self.execute_sql(
                 "SELECT session_id, version, view, corrupt FROM planledger_plan_views "
                 f"WHERE session_id IN ({marks})",
                 list(session_ids),
@@ -196,17 +196,17 @@ class ViewStore(ABC):
             if current != expected_position:
                 raise StaleBatch(f"views are at {current}, batch expected {expected_position}")
             self._write_rows(rows)
-            self._execute(
+            self.execute_sql(
                 f"UPDATE planledger_tracking SET position = {p} WHERE projection = {p}",
                 (new_position, VIEWS),
             )
 
     def _write_rows(self, rows: ViewRows) -> None:
         """A batch's rows, in the batch's transaction."""
-        write_rows(self._executemany, rows, self.placeholder)
+        write_rows(self.execute_many, rows, self.placeholder)
 
     def _locked_position(self, name: str) -> int:
-        rows = self._execute(
+        rows = self.execute_sql(
             f"SELECT position FROM planledger_tracking WHERE projection = {self.placeholder}"
             + self.for_update,
             (name,),
@@ -274,7 +274,7 @@ class ViewStore(ABC):
     def save_checkpoint(self, position: int, made_at: str, statement: str) -> None:
         p = self.placeholder
         with self.lock, self._write_transaction():
-            self._execute(
+            self.execute_sql(
                 "INSERT INTO planledger_checkpoints (position, made_at, statement) "
                 f"VALUES ({p}, {p}, {p}) ON CONFLICT (position) DO UPDATE SET "
                 "made_at = excluded.made_at, statement = excluded.statement",
@@ -492,10 +492,10 @@ class SqliteViewStore(ViewStore):
                 self._all_readers.append(conn)
         return conn.execute(sql, params).fetchall()
 
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def execute_sql(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self.conn.execute(sql, params).fetchall()
 
-    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self.conn.executemany(sql, rows)
 
     def _changed(self, sql: str, params: Sequence[Any]) -> int:
@@ -515,7 +515,7 @@ class SqliteViewStore(ViewStore):
         # SQLite commits one writer at a time, and rowids are assigned under the write lock:
         # a reader never sees a later id before an earlier one is committed.
         with self.lock:
-            return self._execute(
+            return self.execute_sql(
                 f"{event_row_sql('stored_events', 'rowid')} WHERE e.rowid > ? "
                 "ORDER BY e.rowid LIMIT ?",
                 (after, limit),
@@ -524,7 +524,7 @@ class SqliteViewStore(ViewStore):
     def read_stream_rows(self, originator_ids: Sequence[str]) -> list[tuple[Any, ...]]:
         marks = ", ".join("?" * len(originator_ids))
         with self.lock:
-            return self._execute(
+            return self.execute_sql(
                 f"{event_row_sql('stored_events', 'rowid')} WHERE e.originator_id IN ({marks}) "
                 "ORDER BY e.originator_id, e.originator_version",
                 list(originator_ids),
@@ -532,7 +532,7 @@ class SqliteViewStore(ViewStore):
 
     def batch_bounds(self, after: int, limit: int) -> Bounds:
         with self.lock:  # (committed in rowid order: see read_event_rows)
-            rows = self._execute(
+            rows = self.execute_sql(
                 "SELECT count(*), COALESCE(max(rowid), ?) FROM (SELECT rowid FROM stored_events "
                 "WHERE rowid > ? ORDER BY rowid LIMIT ?)",
                 (after, after, limit),

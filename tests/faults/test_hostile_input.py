@@ -15,8 +15,8 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp.server.mcpserver.exceptions import ToolError
 
+from planledger.clients.mcp.results import ToolFailure
 from planledger.clients.mcp.tools import build_tools
 from planledger.service import PlanLedger
 from tests.e2e.test_server import running_server
@@ -310,9 +310,9 @@ def test_mcp_tools_refuse_what_is_not_json_and_control_characters(
 
     async def calls() -> None:
         for value in (float("nan"), float("inf"), float("-inf")):
-            with pytest.raises(ToolError, match="invalid_json"):
+            with pytest.raises(ToolFailure, match="invalid_json"):
                 await update_plan({"plan": [step], "expected_revision": value})
-            with pytest.raises(ToolError, match="invalid_json"):
+            with pytest.raises(ToolFailure, match="invalid_json"):
                 await update_plan({"plan": [{"step": value, "status": "pending"}]})
         assert stored_events(sqlite_url) == before
         result = await plan_update(ESCAPED_PLAN)

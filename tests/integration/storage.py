@@ -157,7 +157,7 @@ def _delete(url: str, originator_id: str, *versions: int) -> None:
             conn.execute(f"DELETE FROM {table} WHERE originator_id=%s", (originator_id,))
 
 
-def _execute(url: str, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+def execute_sql(url: str, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
     """Statements written with `{t}` for the events table and `?` for parameters, in one
     transaction."""
     if url.startswith("sqlite"):
@@ -175,7 +175,7 @@ def swap_states(url: str, originator_id: str, first: int, second: int) -> None:
     """Swap two events' stored states (their chains stay where they were)."""
     one, other = (read_raw(url, originator_id, version) for version in (first, second))
     where = " WHERE originator_id=? AND originator_version=?"
-    _execute(
+    execute_sql(
         url,
         [
             ("UPDATE {t} SET state=?" + where, (other, originator_id, first)),
@@ -189,7 +189,7 @@ def insert_before(
 ) -> None:
     """Insert an event at `version`, the stream's later events moved one on (as SQL would)."""
     later = " WHERE originator_id=? AND originator_version>=?"
-    _execute(
+    execute_sql(
         url,
         [  # (through a range no event has: the key is checked row by row)
             (

@@ -422,8 +422,8 @@ def test_snapshots_speed_reads_but_verify_ignores_them(
     assert taken.originator_version == 101
     fresh = new_ledger(database_url)
     assert fresh.plan("long").revision == 60
-    loaded = fresh.ledger._plan("long")  # from the snapshot and the 19 events after it
-    assert (loaded.version, loaded.snapshot) == (121, app.ledger._plan("long").snapshot)
+    loaded = fresh.ledger.plan_aggregate("long")  # from the snapshot and the 19 events after it
+    assert (loaded.version, loaded.snapshot) == (121, app.ledger.plan_aggregate("long").snapshot)
 
     def cancel_first(data: dict[str, Any]) -> None:
         key = "snapshot" if "snapshot" in data else "candidate"
@@ -494,7 +494,7 @@ def test_outcomes_for_idempotency_are_bounded(ledger: PlanLedger) -> None:
 
     for n in range(REMEMBERED_OUTCOMES + 5):
         ledger.submit("s1", codex((f"Step {n}", "in_progress")), proposal_id=f"p{n}")
-    plan = ledger.ledger._plan("s1")
+    plan = ledger.ledger.plan_aggregate("s1")
     assert len(plan.outcomes) == REMEMBERED_OUTCOMES
     assert "p0" not in plan.outcomes and f"p{REMEMBERED_OUTCOMES + 4}" in plan.outcomes
     assert ledger.verify(["s1"]).ok

@@ -105,7 +105,7 @@ def test_a_failing_worker_hands_the_rest_to_this_process(
     store: PlanLedger, monkeypatch: pytest.MonkeyPatch, failure: str
 ) -> None:
     alone = rebuilt(store, workers=1)
-    real = ProjectionRunner._fold_part
+    real = ProjectionRunner.fold_part
     calls = {"n": 0}
 
     def failing(self: ProjectionRunner, state: Any, part: Any) -> Any:
@@ -116,7 +116,7 @@ def test_a_failing_worker_hands_the_rest_to_this_process(
             os._exit(9)
         return real(self, state, part)
 
-    monkeypatch.setattr(ProjectionRunner, "_fold_part", failing)
+    monkeypatch.setattr(ProjectionRunner, "fold_part", failing)
     written: list[int] = []
     runner = ProjectionRunner(open_store(store.database), store.ledger.mapper, workers=2)
     real_write = runner.store.write_batch_rows
@@ -147,7 +147,7 @@ def test_another_runner_moving_the_position_hands_the_rest_to_this_process(
         writes["n"] += 1
         if writes["n"] == 3:
             batch = event_rows(other.store.read_event_rows(expected, 5))
-            other._apply(expected, batch, Known(expected))  # another runner got there first
+            other.apply_batch(expected, batch, Known(expected))  # another runner got there first
         real_write(expected, new, parts)
 
     monkeypatch.setattr(runner.store, "write_batch_rows", write)

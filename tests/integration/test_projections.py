@@ -90,7 +90,7 @@ def test_views_are_written_with_their_events(ledger: PlanLedger) -> None:
     for sid in ("s1", "s2"):
         found = ledger.views.plan_view(sid)
         assert found is not None and found[1] is None
-        assert found[0] == plan_view(ledger.ledger._plan(sid))  # the aggregate agrees
+        assert found[0] == plan_view(ledger.ledger.plan_aggregate(sid))  # the aggregate agrees
     reached, last = ledger.views.status()
     assert last > 0 and reached == (0 if ledger.database.is_postgres else last)
     assert runner_for(ledger).catch_up() == last
@@ -131,14 +131,14 @@ def test_crash_then_restart_equals_rebuild(
     if crash_at == "before_write":
         monkeypatch.setattr(store, "write_batch", lambda *a, **k: (_ for _ in ()).throw(Crash()))
     else:
-        real_execute = store._execute
+        real_execute = store.execute_sql
 
         def execute(sql: str, params: Any = ()) -> Any:
             if sql.startswith("UPDATE planledger_tracking"):
                 raise Crash()
             return real_execute(sql, params)
 
-        monkeypatch.setattr(store, "_execute", execute)
+        monkeypatch.setattr(store, "execute_sql", execute)
     with pytest.raises(Crash):
         runner.catch_up()
     assert store.position(VIEWS) == 0  # nothing half-applied
@@ -210,7 +210,7 @@ def test_a_batch_delivered_twice_is_applied_once(ledger: PlanLedger) -> None:
     batch = event_rows(first.store.read_event_rows(0, 1000))
     second.catch_up()  # another runner applies the same events first
     with pytest.raises(StaleBatch):
-        first._apply(0, batch, Known(0))
+        first.apply_batch(0, batch, Known(0))
     assert first.catch_up() == second.store.position(VIEWS)
     assert views_of(ledger, "s1", "s2") == expected
     first.close()

@@ -4,8 +4,6 @@ when they are stopped is ended, an idle one ends by itself."""
 
 from __future__ import annotations
 
-import platform
-import resource
 import signal
 import time
 from typing import Any
@@ -67,29 +65,3 @@ def test_an_error_is_reported_and_the_workers_end() -> None:
         workers.receive()
     workers.close()  # (the other worker's answer may be unread: it is ended, or ends)
     assert not any(process.is_alive() for process in workers.processes)
-
-
-def churn(state: None, blocks: int) -> int:
-    """Allocate and free `blocks` blocks of 8 KiB (as a batch's rows come and go); the page
-    faults that took."""
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    held = [bytes(8192) for _ in range(blocks)]
-    del held
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
-
-
-@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc settings")
-def test_a_worker_keeps_the_memory_it_freed_for_its_next_message() -> None:
-    blocks = 4096  # 32 MiB: 8,192 pages
-    workers = ForkedWorkers(1, lambda: None, churn)
-    try:
-        faults = []
-        for _ in range(3):
-            workers.send([blocks])
-            faults.append(workers.receive()[0])
-    finally:
-        workers.close()
-    assert faults[0] > blocks  # the first message's memory is new to the worker
-    # The next ones reuse it (by default glibc gives it back at once, and they fault it in
-    # again: about as many faults as the first)
-    assert max(faults[1:]) < blocks // 10, faults

@@ -255,7 +255,7 @@ class PlanMachine(RuleBasedStateMachine):
         self.count = 0
         self.superseded: list[str] = []
 
-    def _propose(self, payload: dict[str, Any], decide: bool) -> None:
+    def submit_proposal(self, payload: dict[str, Any], decide: bool) -> None:
         self.count += 1
         proposal_id = f"p{self.count}"
         if self.model.pending is not None:
@@ -263,13 +263,13 @@ class PlanMachine(RuleBasedStateMachine):
             self.model.pending = None
         self.plan.propose(proposal_id, parse_proposal(payload), f"fp{self.count}", "prop")
         if decide:
-            self._decide(proposal_id, payload)
+            self.decide_proposal(proposal_id, payload)
         else:
             self.model.pending = (proposal_id, payload)
             assert self.plan.outcomes[proposal_id].status == "pending"
         self.events += self.plan.collect_events()
 
-    def _decide(self, proposal_id: str, payload: dict[str, Any]) -> None:
+    def decide_proposal(self, proposal_id: str, payload: dict[str, Any]) -> None:
         expected, mismatch = self.model.codes_for(payload)
         outcome = self.plan.decide(GOALS)
         actual = [v.code for v in outcome.violations]
@@ -287,11 +287,11 @@ class PlanMachine(RuleBasedStateMachine):
     @rule(data=st.data(), decide=st.booleans() | st.just(True))
     def propose_strict(self, data: st.DataObject, decide: bool) -> None:
         maker = data.draw(st.sampled_from([random_strict, progressing_strict, progressing_strict]))
-        self._propose(maker(data.draw, self.model), decide)
+        self.submit_proposal(maker(data.draw, self.model), decide)
 
     @rule(data=st.data(), decide=st.booleans() | st.just(True))
     def propose_codex(self, data: st.DataObject, decide: bool) -> None:
-        self._propose(random_codex(data.draw, self.model), decide)
+        self.submit_proposal(random_codex(data.draw, self.model), decide)
 
     @precondition(lambda self: self.model.pending is not None)
     @rule()
@@ -299,7 +299,7 @@ class PlanMachine(RuleBasedStateMachine):
         assert self.model.pending is not None
         proposal_id, payload = self.model.pending
         self.model.pending = None
-        self._decide(proposal_id, payload)
+        self.decide_proposal(proposal_id, payload)
         self.events += self.plan.collect_events()
 
     @invariant()

@@ -1163,8 +1163,9 @@ def test_a_plan_with_the_texts_of_one_that_passed_is_judged_by_its_statuses_alik
             )
         }
     )
-    assert rules._same_texts(passed, moved)
-    assert rules.check_snapshot(policy, moved, passed) == rules._check_snapshot(policy, moved)
+    assert rules.same_texts(passed, moved)
+    every_rule = rules.check_snapshot(policy, moved.model_copy())  # (a copy: not the last checked)
+    assert rules.check_snapshot(policy, moved, passed) == every_rule
 
 
 def test_a_task_list_whose_blockers_changed_is_checked_by_every_rule() -> None:
@@ -1180,7 +1181,7 @@ def test_a_task_list_whose_blockers_changed_is_checked_by_every_rule() -> None:
         steps=(passed.steps[0], passed.steps[1].model_copy(update={"blocked_by": ("1",)})),
     )
     assert rules.check_snapshot(Policy.TASKS, passed) == []
-    assert not rules._same_texts(passed, looped, blockers=True)
+    assert not rules.same_texts(passed, looped, blockers=True)
     assert [v.code for v in rules.check_snapshot(Policy.TASKS, looped, passed)] == [
         "dependency_cycle"
     ]
@@ -1189,7 +1190,7 @@ def test_a_task_list_whose_blockers_changed_is_checked_by_every_rule() -> None:
 def test_a_plan_whose_texts_changed_is_checked_by_every_rule() -> None:
     passed = PlanSnapshot(title="Ship it", steps=(Step(id="a", title="Do a", status="completed"),))
     retitled = PlanSnapshot(title="Ship it", steps=(Step(id="a", title=" ", status="completed"),))
-    assert not rules._same_texts(passed, retitled)
+    assert not rules.same_texts(passed, retitled)
     assert [v.code for v in rules.check_snapshot(Policy.STRICT, retitled, passed)] == [
         "blank_step_title"
     ]

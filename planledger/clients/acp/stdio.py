@@ -1,6 +1,13 @@
 """asyncio streams on this process's stdin/stdout, whatever they are: pipes and sockets (an
 editor) are read and written by the event loop; regular files (`< in.jsonl > out.jsonl`), which
-the loop cannot watch, by a reader thread and plain blocking writes."""
+the loop cannot watch, by a reader thread and plain blocking writes.
+
+The ACP SDK's connection takes an `asyncio.StreamWriter` (it checks). A writer's `drain()`
+waits on its protocol's flow control: stdout's protocol is an `asyncio.StreamReaderProtocol`,
+as `asyncio.open_connection` makes for a socket, whose reader side goes unused. So `drain()`
+waits while the pipe is full (the transport pauses and resumes the protocol) and raises once
+the pipe is gone.
+"""
 
 from __future__ import annotations
 
@@ -20,34 +27,30 @@ def watchable(stream: IO[Any]) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
-class _FlowControl(asyncio.streams.FlowControlMixin):
-    """The protocol a StreamWriter needs for `drain()`."""
-
-
-class _FileTransport(asyncio.WriteTransport):
+class FileTransport(asyncio.WriteTransport):
     """Blocking writes to a file (each JSON-RPC line is flushed at once)."""
 
     def __init__(self, stream: IO[bytes]) -> None:
         super().__init__()
-        self._stream = stream
-        self._closing = False
+        self.stream = stream
+        self.closing = False
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        if not self._closing:
-            self._stream.write(data)
-            self._stream.flush()
+        if not self.closing:
+            self.stream.write(data)
+            self.stream.flush()
 
     def can_write_eof(self) -> bool:
         return False
 
     def is_closing(self) -> bool:
-        return self._closing
+        return self.closing
 
     def close(self) -> None:
-        self._closing = True
+        self.closing = True
 
 
-def _feed_from_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -> None:
+def feed_from_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -> None:
     def read() -> None:
         try:
             while line := sys.stdin.buffer.readline():
@@ -67,10 +70,11 @@ async def stdio_streams(
     if watchable(sys.stdin):
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     else:
-        _feed_from_thread(loop, reader)
-    protocol = _FlowControl(loop)
+        feed_from_thread(loop, reader)
+    flow = asyncio.StreamReaderProtocol(asyncio.StreamReader(loop=loop), loop=loop)
+    transport: asyncio.WriteTransport
     if watchable(sys.stdout):
-        transport, _ = await loop.connect_write_pipe(lambda: protocol, sys.stdout)
+        transport, _ = await loop.connect_write_pipe(lambda: flow, sys.stdout)
     else:
-        transport = _FileTransport(sys.stdout.buffer)
-    return reader, asyncio.StreamWriter(transport, protocol, None, loop)
+        transport = FileTransport(sys.stdout.buffer)
+    return reader, asyncio.StreamWriter(transport, flow, None, loop)

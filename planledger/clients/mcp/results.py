@@ -1,12 +1,11 @@
 """What a tool call answers: structured content (with its output schema) and the text a model
-reads; every failure becomes one `ToolError` naming its code."""
+reads; every failure becomes one `ToolFailure` naming its code."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 
 from domain.errors import ErrorKind, LedgerError, StorageUnavailable, error_line
@@ -17,6 +16,11 @@ from projections.plan_lines import history_lines, plan_lines, violation_lines
 from projections.shapes import History, PlanView
 
 log = logging.getLogger(__name__)
+
+
+class ToolFailure(Exception):
+    """A tool call that failed before it got a result: the model reads its text (a tool error
+    naming each problem's code)."""
 
 
 class WriteResult(Decision):
@@ -84,23 +88,23 @@ def history_result(history: History) -> CallToolResult:
     return result("\n".join(history_lines(history)), history.as_json())
 
 
-def refusal(violations: list[BadArgument]) -> ToolError:
+def refusal(violations: list[BadArgument]) -> ToolFailure:
     """A call refused before it reached the ledger, naming every problem's code."""
-    return ToolError("\n".join(str(v) for v in violations))
+    return ToolFailure("\n".join(str(v) for v in violations))
 
 
-def failure(error: Exception) -> ToolError:
+def failure(error: Exception) -> ToolFailure:
     """A ledger error (or anything unexpected) as the tool error a model reads."""
     if isinstance(error, BadArgument):
-        return ToolError(str(error))
+        return ToolFailure(str(error))
     if isinstance(error, LedgerError):
         text = error.message
         if not text.startswith(error.code):
             text = f"{error.code}: {text}"
         hint = HINT_OF_KIND[error.kind]
-        return ToolError(f"{text.rstrip('.')}.{hint}" if hint else text)
+        return ToolFailure(f"{text.rstrip('.')}.{hint}" if hint else text)
     cause = unavailable_cause(error)  # a read the service did not wrap
     if cause is not None:
         return failure(StorageUnavailable(f"storage unavailable: {cause}"))
     log.exception("unexpected error in a plan tool")
-    return ToolError(f"internal_error: {error_line(error)}")
+    return ToolFailure(f"internal_error: {error_line(error)}")

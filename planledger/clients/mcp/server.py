@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
-from mcp.server.mcpserver import MCPServer
-from mcp.server.subscriptions import InMemorySubscriptionBus
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.exceptions import MCPError
 
 from planledger.clients.mcp.session import DefaultSession, calling_agent
 from planledger.clients.mcp.stdio import run_stdio
-from planledger.clients.mcp.subscriptions import PlanSubscriptions, plan_uri
-from planledger.clients.mcp.tools import build_tools
+from planledger.clients.mcp.subscriptions import PlanSubscriptions
+from planledger.clients.mcp.tools import Context, ToolCalls, build_tools
 from planledger.service import PlanLedger, open_planledger
 
 INSTRUCTIONS = """\
@@ -23,46 +26,52 @@ committed plan (also after a context compaction); plan_history shows every propo
 rejection. Resource plan://<session_id> is the plan as JSON, with live updates."""
 
 
-def build_server(service: PlanLedger, session: str | DefaultSession) -> MCPServer[None]:
+def build_server(service: PlanLedger, session: str | DefaultSession) -> Server[None]:
     """The MCP server over `service`, whose tools write to `session` by default (a
-    DefaultSession: found when a call needs it; its resource is there when it was asked for)."""
+    DefaultSession: found when a call needs it; its resource is there when it was asked for).
+
+    Built on the SDK's low-level server: the tools' schemas are ours, and the resources
+    answer `resources/subscribe` (MCPServer takes neither)."""
     bus = InMemorySubscriptionBus()
-    subscriptions = PlanSubscriptions(service, bus)
+    session_id = session if isinstance(session, str) else session.requested
+    resources = PlanSubscriptions(service, bus, this_session=session_id)
+    tools = ToolCalls(build_tools(service, session))
 
     @asynccontextmanager
-    async def follow_the_ledger(_: MCPServer[None]) -> AsyncIterator[None]:
+    async def follow_the_ledger(_: Server[None]) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(subscriptions.follow)
+            tasks.start_soon(resources.follow)
             yield
             tasks.cancel_scope.cancel()
 
-    server: MCPServer[None] = MCPServer(
+    return Server(
         "planledger",
         title="plan ledger",
         instructions=INSTRUCTIONS,
         version=package_version(),
-        tools=build_tools(service, session),
-        subscriptions=bus,
         lifespan=follow_the_ledger,
-        log_level="WARNING",
+        get_tool_input_schema=tools.input_schema,
+        on_list_tools=tools.list_tools,
+        on_call_tool=tools.call_tool,
+        on_list_resources=resources.list_resources,
+        on_list_resource_templates=resources.list_templates,
+        on_read_resource=resources.read_resource,
+        on_subscribe_resource=resources.subscribe,
+        on_unsubscribe_resource=resources.unsubscribe,
+        on_subscriptions_listen=ListenHandler(bus),
+        on_list_prompts=no_prompts,
+        on_get_prompt=no_prompt,
     )
-    subscriptions.register(server)
-    session_id = session if isinstance(session, str) else session.requested
-    if session_id is None:
-        return server
 
-    @server.resource(
-        plan_uri(session_id),
-        name="this-session-plan",
-        title=f"Plan of session {session_id}",
-        description="This server's session: the plan view as JSON.",
-        mime_type="application/json",
-    )
-    async def this_session_plan() -> str:
-        assert session_id is not None
-        return await subscriptions.read(session_id)
 
-    return server
+async def no_prompts(
+    ctx: Context, params: types.PaginatedRequestParams | None
+) -> types.ListPromptsResult:
+    return types.ListPromptsResult(prompts=[])
+
+
+async def no_prompt(ctx: Context, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    raise MCPError(types.INVALID_PARAMS, f"Unknown prompt: {params.name}")
 
 
 def package_version() -> str:
@@ -79,6 +88,7 @@ def serve_stdio(database: str | None, session_id: str | None) -> None:
     calling agent's, else one fresh `mcp-...` one, opened when a call first needs it) on
     stdin/stdout until the client closes them (every line that is not a message answered with
     a JSON-RPC error)."""
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
     service = open_planledger(database)
     try:
         session = DefaultSession(service, session_id, calling_agent)

@@ -7,17 +7,30 @@ from __future__ import annotations
 
 import contextvars
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import mcp_types as types
-from mcp.server.mcpserver import MCPServer
+from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
-from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 Incoming = SessionMessage | Exception
+
+
+class Messages(Protocol):
+    """What the transport reads: each line's message, or the exception its parse raised."""
+
+    async def receive(self) -> Incoming: ...
+
+    async def aclose(self) -> None: ...
+
+
+class Replies(Protocol):
+    """Where the transport writes."""
+
+    async def send(self, message: SessionMessage, /) -> None: ...
 
 
 def error_reply(error: Exception) -> types.JSONRPCError:
@@ -38,7 +51,7 @@ def error_reply(error: Exception) -> types.JSONRPCError:
 class AnsweringBadLines:
     """The transport's read stream without its parse failures: each is answered on `replies`."""
 
-    def __init__(self, inner: ReadStream[Incoming], replies: WriteStream[SessionMessage]) -> None:
+    def __init__(self, inner: Messages, replies: Replies) -> None:
         self.inner = inner
         self.replies = replies
 
@@ -79,12 +92,12 @@ class AnsweringBadLines:
         await self.aclose()
 
 
-async def run_stdio(server: MCPServer[Any]) -> None:
-    """What `server.run("stdio")` does, with bad lines answered."""
-    lowlevel = server._lowlevel_server  # as the SDK's own run_stdio_async
+async def run_stdio(server: Server[Any]) -> None:
+    """Serve `server` on stdin/stdout as the SDK's stdio transport does, with bad lines
+    answered."""
     async with stdio_server() as (read_stream, write_stream):
-        await lowlevel.run(
+        await server.run(
             AnsweringBadLines(read_stream, write_stream),
             write_stream,
-            lowlevel.create_initialization_options(),
+            server.create_initialization_options(),
         )

@@ -1,25 +1,29 @@
-"""The four plan tools: `update_plan`, `plan_update` (writes), `read_plan`, `plan_history`.
+"""The four plan tools: `update_plan`, `plan_update` (writes), `read_plan`, `plan_history`,
+served by the low-level server's `tools/list` and `tools/call` handlers (`ToolCalls`).
 
-The SDK passes a call's arguments through untouched (`Arguments`), so every malformed value
-reaches the ledger, which names each violation, instead of failing in a generic validator.
+Each tool's schemas are ours (not derived from a function signature), and a call's arguments
+reach its handler untouched, so every malformed value reaches the ledger, which names each
+violation, instead of failing in a generic validator.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Awaitable, Callable, Mapping
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import anyio.to_thread
-from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.tools import Tool
-from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import ConfigDict
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from planledger import tools as forms
 from planledger.clients.mcp import results
+from planledger.clients.mcp.results import ToolFailure
 from planledger.clients.mcp.session import BadArgument, codex_call, session_of
 from planledger.service import PlanLedger
 
@@ -43,19 +47,73 @@ PLAN_HISTORY_DESCRIPTION = (
     "change) and rejection (with its violation codes), in order."
 )
 
+log = logging.getLogger(__name__)
 
-class Arguments(ArgModelBase):
-    """Accepts any arguments and hands them to the tool as one dict."""
-
-    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
-
-    def model_dump_one_level(self) -> dict[str, Any]:
-        return {"arguments": dict(self.model_extra or {})}
-
-
+Context = ServerRequestContext[Any, Any]
 Handler = Callable[[dict[str, Any], Context | None], Awaitable[CallToolResult]]
 Meta = Mapping[str, Any] | None
 DefaultOf = Callable[[Meta], str]  # the session of a call with this request `_meta`
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool: what `tools/list` shows of it, and `fn(arguments, ctx)`, which answers a call
+    (raising `ToolFailure` for a tool error)."""
+
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    annotations: ToolAnnotations
+    fn: Handler
+
+    def listing(self) -> types.Tool:
+        return types.Tool(
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            input_schema=self.input_schema,
+            output_schema=self.output_schema,
+            annotations=self.annotations,
+        )
+
+
+class ToolCalls:
+    """The low-level server's `tools/list` and `tools/call` handlers over `tools`."""
+
+    def __init__(self, tools: Sequence[Tool]) -> None:
+        self.tools = {tool.name: tool for tool in tools}
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        tool = self.tools.get(name)
+        return None if tool is None else tool.input_schema
+
+    async def list_tools(
+        self, ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[tool.listing() for tool in self.tools.values()])
+
+    async def call_tool(self, ctx: Context, params: types.CallToolRequestParams) -> CallToolResult:
+        """The tool's result; a tool error (`is_error`) when it fails. A protocol error
+        (`MCPError`) is left to the server, which answers it as a JSON-RPC error."""
+        tool = self.tools.get(params.name)
+        if tool is None:
+            return error_result(f"Unknown tool: {params.name}")
+        try:
+            return await tool.fn(dict(params.arguments or {}), ctx)
+        except ToolFailure as failure:
+            log.info("Tool %r failed: %r", params.name, str(failure))
+            return error_result(f"Error executing tool {params.name}: {failure}")
+        except MCPError:
+            raise
+        except Exception:  # a crash: its text stays on the server
+            log.exception("Tool %r raised an unexpected exception", params.name)
+            return error_result(f"Error executing tool {params.name}")
+
+
+def error_result(text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
 def build_tools(service: PlanLedger, default: str | DefaultOf) -> list[Tool]:
@@ -179,18 +237,7 @@ def tool(
     handler: Handler,
     annotations: ToolAnnotations,
 ) -> Tool:
-    """A tool whose schemas are ours (not derived from a signature)."""
-    return Tool(
-        fn=handler,
-        name=name,
-        title=title,
-        description=description,
-        parameters=input_schema,
-        fn_metadata=FuncMetadata(arg_model=Arguments, output_schema=output_schema),
-        is_async=True,
-        context_kwarg="ctx",
-        annotations=annotations,
-    )
+    return Tool(name, title, description, input_schema, output_schema, annotations, handler)
 
 
 def with_session(schema: dict[str, Any]) -> dict[str, Any]:
@@ -203,8 +250,7 @@ def request_meta(ctx: Context | None) -> Meta:
     """The `_meta` of the request being answered (None outside one)."""
     if ctx is None:
         return None
-    meta = ctx.request_context.meta
-    return dict(meta) if meta else None
+    return dict(ctx.meta) if ctx.meta else None
 
 
 def checked_session(arguments: Mapping[str, Any], default: DefaultOf, meta: Meta) -> str:

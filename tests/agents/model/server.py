@@ -56,11 +56,11 @@ class ScriptedModel:
                 pass
 
             def do_HEAD(self) -> None:
-                self._send(200, b"", "text/plain")
+                self.reply(200, b"", "text/plain")
 
             def do_GET(self) -> None:
                 model.unknown.append(f"GET {self.path}")
-                self._send(404, b'{"error": "not scripted"}', "application/json")
+                self.reply(404, b'{"error": "not scripted"}', "application/json")
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
@@ -73,9 +73,9 @@ class ScriptedModel:
                     model._answer(self, body)
                 except Exception as error:  # the test reads model.errors
                     model.errors.append(f"{self.path}: {error!r}")
-                    self._send(500, json.dumps({"error": repr(error)}).encode(), "text/plain")
+                    self.reply(500, json.dumps({"error": repr(error)}).encode(), "text/plain")
 
-            def _send(self, code: int, data: bytes, kind: str) -> None:
+            def reply(self, code: int, data: bytes, kind: str) -> None:
                 self.send_response(code)
                 self.send_header("content-type", kind)
                 self.send_header("content-length", str(len(data)))
@@ -107,7 +107,7 @@ class ScriptedModel:
         path = handler.path.split("?")[0]
         if path.endswith("/count_tokens") or path.endswith(":countTokens"):
             data = {"input_tokens": 100, "totalTokens": 100}
-            handler._send(200, json.dumps(data).encode(), "application/json")
+            handler.reply(200, json.dumps(data).encode(), "application/json")
             return
         dialect: ModuleType
         if path.endswith("/v1/messages"):
@@ -122,7 +122,7 @@ class ScriptedModel:
             dialect, stream = chat, bool(body.get("stream"))
         else:
             self.unknown.append(f"POST {handler.path}")
-            handler._send(404, b'{"error": "not scripted"}', "application/json")
+            handler.reply(404, b'{"error": "not scripted"}', "application/json")
             return
         request = Request(path, body, dialect.read_request(body), stream)
         self.requests.append(request)
@@ -133,7 +133,7 @@ class ScriptedModel:
             handler.stream(dialect.reply_events(reply, model_name, turn, body))
         else:
             data = json.dumps(dialect.reply_json(reply, model_name, turn, body)).encode()
-            handler._send(200, data, "application/json")
+            handler.reply(200, data, "application/json")
 
     def agent_requests(self, tool: str) -> list[Request]:
         """The requests that offered the model `tool` (the agent's main loop, not side calls)."""
