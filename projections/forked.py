@@ -10,11 +10,14 @@ locks held by other threads): the function it runs is pure work on its messages.
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 from collections.abc import Callable, Sequence
-from multiprocessing.connection import Connection, wait
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
+
+# multiprocessing is imported where workers are made: a command that makes none (a hook, a
+# plan update) never pays for it.
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 STOP_WAIT = 1.0  # seconds an idle worker is given to end before it is terminated
 # Workers run at their parent's priority. (Lowered, they lost the CPU to the database server's
@@ -27,6 +30,8 @@ class WorkerFailed(Exception):
 
 
 def can_fork() -> bool:
+    import multiprocessing
+
     return "fork" in multiprocessing.get_all_start_methods()
 
 
@@ -49,6 +54,8 @@ class ForkedWorkers:
         work: Callable[[Any, Any], Any],
         collect: bool = False,
     ) -> None:
+        import multiprocessing
+
         context = multiprocessing.get_context("fork")
         self.pipes: list[Connection] = []
         self.processes: list[Any] = []
@@ -84,8 +91,10 @@ class ForkedWorkers:
         its answer (through a pipe smaller than it) until the others have sent theirs."""
         answers: list[Any] = [None] * len(self.pipes)
         waiting = {pipe: index for index, pipe in enumerate(self.pipes)}
+        from multiprocessing.connection import wait
+
         while waiting:
-            for pipe in cast(list[Connection], wait(list(waiting))):
+            for pipe in cast("list[Connection]", wait(list(waiting))):
                 index = waiting.pop(pipe)
                 try:
                     kind, answer = pipe.recv()

@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import multiprocessing
 import os
 import pickle
 import sys
 from collections.abc import Callable
-from multiprocessing.connection import Connection
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from domain.errors import ErrorKind, LedgerError
 from planledger.storage.settings import DatabaseSettings
 from projections.forked import can_fork, cores
+
+if TYPE_CHECKING:  # (multiprocessing is imported where shares are forked: a hook reads
+    # transcripts with these importers and forks nothing)
+    from multiprocessing.connection import Connection
 
 T = TypeVar("T")
 MAX_SHARES = 4  # processes of one import, at most
@@ -52,6 +54,8 @@ def in_shares(work: Callable[[int], T], count: int) -> list[T]:
     where it can be rebuilt, else as ShareFailed; an error here stops the children."""
     if count <= 1:
         return [work(0)]
+    import multiprocessing
+
     context = multiprocessing.get_context("fork")
     children: list[tuple[Any, Connection]] = []
     for stream in (sys.stdout, sys.stderr):  # what they hold would be written again by a child

@@ -12,9 +12,7 @@ needs, so memory stays small whatever the store's size.
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -282,6 +280,9 @@ def verify_store(
         found = _replay_forked(database, mapper, wanted, bounds, chained, starts)
     else:
         assert make_mapper is not None
+        import multiprocessing  # (here only: no command but a spawned verify needs it)
+        from concurrent.futures import ProcessPoolExecutor
+
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(len(points), mp_context=context) as pool:
             futures = [

@@ -36,7 +36,6 @@ HEAVY = (
     "planledger.clients.render",
     "planledger.storage.postgres_recorder",
     "planledger.storage.postgres_views",
-    "planledger.importers",
 )
 
 # Runs the console script's entry point and writes the names of the modules it imported.

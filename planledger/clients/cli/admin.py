@@ -23,17 +23,13 @@ from planledger.clients.cli.app import (
 from planledger.clients.exits import (
     EXIT_FAILED,
 )
-from planledger.clients.lazy import lazy_module
 from planledger.storage.settings import database_settings
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
     from domain.checkpoint import Checkpoint
-    from planledger.clients import render
     from planledger.service.files import PlanFiles
-else:
-    render = lazy_module("planledger.clients.render")
 
 projections_app = typer.Typer(
     help="The read side: views and plan.json files.", no_args_is_help=True
@@ -231,6 +227,8 @@ def verify(
         statement = read_checkpoint(checkpoint)
         trusted = read_public_key(public_key) if public_key is not None else None
     report = service().verify(session_ids or None, statement, trusted)
+    from planledger.clients import render
+
     emit(as_json, report, render.verify_text(report))
     if not report.ok:
         raise typer.Exit(EXIT_FAILED)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -16,13 +16,6 @@ from planledger.clients.cli.app import (
     service,
     state,
 )
-from planledger.clients.lazy import lazy_module
-
-if TYPE_CHECKING:
-    from planledger.clients import render
-else:
-    render = lazy_module("planledger.clients.render")
-
 
 # -- plans ------------------------------------------------------------------------------------
 
@@ -82,6 +75,8 @@ def plan_show(
 def plan_history(session_id: SessionArg, as_json: JsonFlag = False) -> None:
     """Every proposal, commit and rejection, with each commit's step transitions."""
     history = service().history(session_id)
+    from planledger.clients import render
+
     emit(as_json, history.as_json(), render.history_table(history))
 
 
@@ -95,6 +90,8 @@ def plan_diff(
     """What changed from revision A to revision B: steps added, removed, retitled and their
     status changes (the revisions need not be adjacent)."""
     diff = service().plan_diff(session_id, first, second)
+    from planledger.clients import render
+
     emit(as_json, diff.as_json(), render.diff_text(diff))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -16,13 +16,6 @@ from planledger.clients.cli.app import (
     service,
     session_app,
 )
-from planledger.clients.lazy import lazy_module
-
-if TYPE_CHECKING:
-    from planledger.clients import render
-else:
-    render = lazy_module("planledger.clients.render")
-
 
 # -- sessions ---------------------------------------------------------------------------------
 
@@ -35,6 +28,8 @@ def session_open(
 ) -> None:
     """Open a session (exit 2 if it exists or the id is invalid)."""
     view = service().open_session(session_id, Mode(mode.value), source="cli")
+    from planledger.clients import render
+
     emit(as_json, view, render.session_text(view))
 
 
@@ -42,6 +37,8 @@ def session_open(
 def session_mode(session_id: SessionArg, mode: ModeChoice, as_json: JsonFlag = False) -> None:
     """Switch the collaboration mode: the user's explicit command, recorded as an event."""
     view = service().set_mode(session_id, Mode(mode.value))
+    from planledger.clients import render
+
     emit(as_json, view, render.session_text(view))
 
 
@@ -49,6 +46,8 @@ def session_mode(session_id: SessionArg, mode: ModeChoice, as_json: JsonFlag = F
 def session_show(session_id: SessionArg, as_json: JsonFlag = False) -> None:
     """Mode, goals and should_continue of a session."""
     view = service().session(session_id)
+    from planledger.clients import render
+
     emit(as_json, view, render.session_text(view))
 
 
@@ -56,6 +55,8 @@ def session_show(session_id: SessionArg, as_json: JsonFlag = False) -> None:
 def session_list(as_json: JsonFlag = False) -> None:
     """Every session with its mode and plan revision, the most recently active first."""
     sessions = service().sessions()
+    from planledger.clients import render
+
     emit(as_json, sessions, render.session_list_table(sessions))
 
 
@@ -73,12 +74,16 @@ def goal_start(
 ) -> None:
     """Start a durable goal in a session."""
     view = service().start_goal(session_id, goal_id, objective)
+    from planledger.clients import render
+
     emit(as_json, view, render.session_text(view))
 
 
 def _goal_edge(edge: str, doc: str) -> None:
     def command(session_id: SessionArg, goal_id: GoalArg, as_json: JsonFlag = False) -> None:
         view = service().move_goal(session_id, goal_id, edge)
+        from planledger.clients import render
+
         emit(as_json, view, render.session_text(view))
 
     command.__doc__ = doc
