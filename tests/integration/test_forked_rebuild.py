@@ -4,6 +4,7 @@ fails or dies, another runner moving the position."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -12,7 +13,6 @@ import pytest
 
 from planledger.service import PlanLedger, open_planledger
 from planledger.storage.views import open_store
-from projections import forked
 from projections import runner as runner_module
 from projections.runner import Known, ProjectionRunner, event_rows
 from tests.integration.storage import edit_event
@@ -162,15 +162,15 @@ def test_another_runner_moving_the_position_hands_the_rest_to_this_process(
 
 
 def test_workers_end_with_the_rebuild(store: PlanLedger) -> None:
-    before = set(forked.multiprocessing.active_children())
+    before = set(multiprocessing.active_children())
     rebuilt(store, workers=2)
-    assert set(forked.multiprocessing.active_children()) == before
+    assert set(multiprocessing.active_children()) == before
 
 
 def test_workers_end_when_the_rebuild_fails(
     store: PlanLedger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before = set(forked.multiprocessing.active_children())
+    before = set(multiprocessing.active_children())
     runner = ProjectionRunner(open_store(store.database), store.ledger.mapper, workers=2)
     real_write = runner.store.write_batch_rows
     writes = {"n": 0}
@@ -185,7 +185,7 @@ def test_workers_end_when_the_rebuild_fails(
     with pytest.raises(RuntimeError, match="the disk is full"):
         runner.rebuild()
     runner.close()
-    assert set(forked.multiprocessing.active_children()) == before
+    assert set(multiprocessing.active_children()) == before
 
 
 @pytest.mark.parametrize("count", [2, 3])
