@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -291,14 +292,25 @@ def test_plan_at_revision_and_history_transitions(ledger: PlanLedger) -> None:
     ]
 
 
+def commits_read(ledger: PlanLedger, count: int) -> list[Any]:
+    """The feed's commits of s1 once `count` are readable: on PostgreSQL a reader waits behind
+    any transaction in flight on the server (other tests' too, in parallel)."""
+    deadline = time.monotonic() + 30
+    while True:
+        commits = [e for e in ledger.events_after(0, "s1") if e.kind == "committed"]
+        if len(commits) >= count or time.monotonic() > deadline:
+            return commits
+        time.sleep(0.05)
+
+
 def test_an_earlier_revision_whose_commit_event_changed_is_never_shown(
     ledger: PlanLedger, database_url: str, new_ledger: Callable[[str], PlanLedger]
 ) -> None:
     ledger.submit("s1", strict(("a", "in_progress"), ("b", "pending")))  # events 2, 3
     ledger.submit("s1", strict(("a", "completed"), ("b", "in_progress")))  # events 4, 5
     first = ledger.plan("s1", revision=1)
-    feed = ledger.events_after(0, "s1")
-    assert [event.plan for event in feed if event.kind == "committed"] == [
+    feed = commits_read(ledger, 2)
+    assert [event.plan for event in feed] == [
         first,
         ledger.plan("s1"),
     ]
@@ -309,7 +321,7 @@ def test_an_earlier_revision_whose_commit_event_changed_is_never_shown(
     edit_event(database_url, "plan:s1", 3, retitled)
     reader = new_ledger(database_url)
     assert corrupt_at(lambda: reader.plan("s1", revision=1)) == (3, "event_changed")
-    committed = [event for event in reader.events_after(0, "s1") if event.kind == "committed"]
+    committed = commits_read(reader, 2)
     assert [event.plan for event in committed] == [None, ledger.plan("s1")]  # none unchecked
     assert reader.plan("s1").revision == 2  # the latest, from its view
 
