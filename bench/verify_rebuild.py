@@ -33,7 +33,7 @@ from domain.session import Mode, Session
 from planledger.service import PlanLedger, open_planledger
 from planledger.service.ledger import fingerprint
 from planledger.storage.scan import scan_events
-from planledger.storage.views import open_store
+from planledger.storage.stores import open_store
 from projections.runner import ProjectionRunner
 
 SAVE_EVERY = 100  # sessions saved per transaction while building the store

@@ -32,7 +32,8 @@ from planledger.service.ledger import Call, Ledger, session_view
 from planledger.service.results import Decision, Problem, SessionView, VerifyReport
 from planledger.storage.errors import may_not_write, probe_cause, unavailable_cause
 from planledger.storage.settings import DatabaseSettings, database_settings, home_dir
-from planledger.storage.views import ViewStore, open_store
+from planledger.storage.stores import open_store
+from planledger.storage.views import ViewStore
 from projections.compaction import DEFAULT_MAX_CHARS, CompactionSnapshot, build_plan_snapshot
 from projections.decode import PlanEventDecoder
 from projections.plan_diff import PlanDiff, plan_diff
@@ -234,7 +235,7 @@ class PlanLedger:
         """The session's audit report, from its events (planledger.service.report)."""
         from planledger.service.report import session_report
 
-        return session_report(self, session_id)
+        return session_report(self.ledger, session_id)
 
     def plan_diff(self, session_id: str, first: int, second: int) -> PlanDiff:
         """What changed from revision `first` to revision `second` (0: no plan yet)."""

@@ -20,7 +20,7 @@ from projections.fold import fold_events
 from projections.shapes import PlanView, Transition
 
 if TYPE_CHECKING:
-    from planledger.service.core import PlanLedger
+    from planledger.service.ledger import Ledger
 
 
 class ReportRevision(Model):
@@ -57,9 +57,8 @@ class SessionReport(Model):
         return self.model_dump(mode="json", by_alias=True)
 
 
-def session_report(service: PlanLedger, session_id: str) -> SessionReport:
+def session_report(ledger: Ledger, session_id: str) -> SessionReport:
     validate_id(session_id)
-    ledger = service.ledger
     if not ledger.session_exists(session_id):
         raise SessionNotFound(session_id)
     session = ledger.session(session_id)

@@ -571,11 +571,3 @@ class SqliteViewStore(ViewStore):
         for conn in [*self._all_readers, self.conn]:
             conn.close()
 
-
-def open_store(database: DatabaseSettings) -> ViewStore:
-    """The view store of a database whose schema is set up (see planledger.storage.schema)."""
-    if database.is_postgres:
-        from planledger.storage.postgres_views import PostgresViewStore  # psycopg: only here
-
-        return PostgresViewStore(database)
-    return SqliteViewStore(database)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from planledger.service import PlanLedger, open_planledger
-from planledger.storage.views import open_store
+from planledger.storage.stores import open_store
 from projections import runner as runner_module
 from projections.runner import Known, ProjectionRunner, event_rows
 from tests.integration.storage import edit_event

@@ -17,7 +17,7 @@ from domain.errors import CorruptHistory
 from planledger.service import PlanLedger, open_planledger
 from planledger.service.files import PlanFiles
 from planledger.storage.file_paths import read_position
-from planledger.storage.views import open_store
+from planledger.storage.stores import open_store
 from projections.decode import PlanEventDecoder
 from projections.plan_json import read_plan_file
 from projections.plan_view import plan_view

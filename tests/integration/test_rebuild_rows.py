@@ -11,8 +11,8 @@ import psycopg
 import pytest
 
 from planledger.service import PlanLedger, open_planledger
+from planledger.storage.stores import open_store
 from planledger.storage.view_rows import HISTORY_COLUMNS
-from planledger.storage.views import open_store
 from projections.runner import ProjectionRunner
 from tests.integration.storage import edit_event
 
