@@ -4,13 +4,15 @@ fork shares this process's loaded modules and objects; nothing is imported or pi
 messages and the answers).
 
 A forked worker must not touch what it shares with its parent beyond reading it (connections,
-locks held by other threads): the function it runs is pure work on its messages.
+locks held by other threads): a worker that writes opens connections of its own. It ends without
+running its parent's exit handlers.
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import pickle
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -26,7 +28,12 @@ STOP_WAIT = 1.0  # seconds an idle worker is given to end before it is terminate
 
 
 class WorkerFailed(Exception):
-    """A worker raised (its error, as text) or died."""
+    """A worker died, or raised: `error` is its error rebuilt here, where it can be (its type,
+    message and attributes), else None (the message says what it was)."""
+
+    def __init__(self, message: str, error: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.error = error
 
 
 def can_fork() -> bool:
@@ -102,7 +109,7 @@ class ForkedWorkers:
                     raise WorkerFailed(f"a worker process died: {error!r}") from None
                 self.outstanding[index] -= 1
                 if kind == "error":
-                    raise WorkerFailed(answer)
+                    raise failure(answer)
                 answers[index] = answer
         return answers
 
@@ -139,17 +146,44 @@ def _serve(
     gc.freeze()  # the parent's objects: never scanned here, so never copied by the collector
     if not collect:  # what the work keeps holds no cycles: no collection at all
         gc.disable()
-    state = make_state()
-    while True:
-        try:
-            message = pipe.recv()
-        except (EOFError, OSError):  # the parent closed its end: done
-            return
-        try:
-            answer = ("done", work(state, message))
-        except Exception as error:  # said to the parent, which decides what follows
-            answer = ("error", f"{type(error).__name__}: {error}")
-        try:
-            pipe.send(answer)
-        except OSError:  # the parent stopped listening: done
-            return
+    try:
+        state = make_state()
+        while True:
+            try:
+                message = pipe.recv()
+            except (EOFError, OSError):  # the parent closed its end: done
+                break
+            try:
+                answer: tuple[str, Any] = ("done", work(state, message))
+            except Exception as error:  # said to the parent, which decides what follows
+                answer = ("error", portable(error))
+            try:
+                pipe.send(answer)
+            except (pickle.PicklingError, TypeError, AttributeError) as error:
+                pipe.send(("error", portable(error)))
+    finally:  # nothing of the parent's runs here (exit handlers, flushes of shared streams)
+        os._exit(0)
+
+
+Portable = tuple[str, type[BaseException] | None, dict[str, Any]]
+
+
+def portable(error: BaseException) -> Portable:
+    """An error as its text, type and attributes (an error's constructor may take other
+    arguments than its message, so it is not pickled as it is); no type where it won't pickle."""
+    attributes = dict(vars(error))
+    try:
+        pickle.dumps((type(error), attributes))
+    except Exception:
+        return f"{type(error).__name__}: {error}", None, {}
+    return str(error), type(error), attributes
+
+
+def failure(sent: Portable) -> WorkerFailed:
+    text, kind, attributes = sent
+    if kind is None:
+        return WorkerFailed(text)
+    error = kind.__new__(kind)
+    error.args = (text,)
+    error.__dict__.update(attributes)
+    return WorkerFailed(f"{kind.__name__}: {text}", error)

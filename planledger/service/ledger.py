@@ -16,7 +16,6 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import (
     IntegrityError,
     JSONTranscoder,
-    Mapper,
     Transcoder,
 )
 from eventsourcing.utils import Environment, EnvType, get_topic
@@ -509,7 +508,6 @@ class Ledger(Application[str]):
                 ids,
                 every=not session_ids,
                 workers=self.verify_workers,
-                make_mapper=ledger_mapper,
             )
         return VerifyReport(ok=not problems, sessions_checked=len(ids), problems=problems)
 
@@ -703,13 +701,6 @@ def due_snapshots(aggregates: Sequence[Aggregate]) -> list[Aggregate]:
             if last // interval > (first - 1) // interval:
                 due.append(aggregate)
     return due
-
-
-def ledger_mapper(database: DatabaseSettings) -> Mapper[str]:
-    """The ledger's event mapper, built in another process (verify's workers)."""
-    ledger = Ledger(database)
-    ledger.close()
-    return ledger.mapper
 
 
 def session_view(session: Session) -> SessionView:

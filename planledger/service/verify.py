@@ -12,7 +12,7 @@ needs, so memory stays small whatever the store's size.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,10 +32,8 @@ from projections.decode import PlanEventDecoder, bulk_mapper
 from projections.forked import ForkedWorkers, WorkerFailed, can_fork
 from projections.gc_pause import paused_gc
 
-# Below these, starting worker processes costs more than it saves: forked ones start in
-# milliseconds, spawned ones (where this system cannot fork) in about 0.6 s.
+# Below this, forking worker processes costs more than it saves.
 PARALLEL_MIN_EVENTS = 20_000
-SPAWNED_MIN_EVENTS = 50_000
 
 
 @dataclass(frozen=True)
@@ -255,42 +253,24 @@ def verify_store(
     *,
     every: bool,
     workers: int = 1,
-    make_mapper: Callable[[DatabaseSettings], Mapper[Any]] | None = None,
     chained: bool = True,
 ) -> list[Problem]:
     """Judge `session_ids` (in order) from one ordered pass over the store; `every` says they
     are all the store's sessions (nothing to filter out).
 
     With `workers` > 1 and a store of at least PARALLEL_MIN_EVENTS events, the key space is
-    cut into as many ranges: this process replays the first, worker processes the others
-    (forked, each with this process's mapper; where this system cannot fork, spawned from
-    SPAWNED_MIN_EVENTS events on, each with the mapper `make_mapper` builds)."""
+    cut into as many ranges: this process replays the first, forked workers the others (where
+    this system cannot fork, this process replays them all)."""
     wanted = None if every else set(session_ids)
-    forks = can_fork()
     points = (
-        split_points(database, workers, PARALLEL_MIN_EVENTS if forks else SPAWNED_MIN_EVENTS)
-        if workers > 1 and (forks or make_mapper is not None)
-        else []
+        split_points(database, workers, PARALLEL_MIN_EVENTS) if workers > 1 and can_fork() else []
     )
     bounds = list(zip(["", *points], [*points, None], strict=True))
     if not points:
         found = [replay_range(database, mapper, wanted, "", None, chained)]
-    elif forks:
+    else:
         starts = store_goal_starts(database, mapper)  # (once: the workers are forked with it)
         found = _replay_forked(database, mapper, wanted, bounds, chained, starts)
-    else:
-        assert make_mapper is not None
-        import multiprocessing  # (here only: no command but a spawned verify needs it)
-        from concurrent.futures import ProcessPoolExecutor
-
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(len(points), mp_context=context) as pool:
-            futures = [
-                pool.submit(_replay_range_apart, make_mapper, database, wanted, lower, upper)
-                for lower, upper in bounds[1:]
-            ]
-            found = [replay_range(database, mapper, wanted, *bounds[0])]
-            found += [future.result() for future in futures]
     sessions: dict[str, Replayed] = {}
     plans: dict[str, Replayed] = {}
     for found_sessions, found_plans in found:
@@ -336,17 +316,6 @@ def _replay_forked(
         replay_range(database, mapper, wanted, lower, upper, chained, starts)
         for lower, upper in bounds
     ]
-
-
-def _replay_range_apart(
-    make_mapper: Callable[[DatabaseSettings], Mapper[Any]],
-    database: DatabaseSettings,
-    wanted: set[str] | None,
-    lower: str,
-    upper: str | None,
-) -> tuple[dict[str, Replayed], dict[str, Replayed]]:
-    """replay_range in a worker process."""
-    return replay_range(database, make_mapper(database), wanted, lower, upper)
 
 
 def _originator(stored: Row) -> str:
