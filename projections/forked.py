@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gc
 import os
-import pickle
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -146,6 +145,8 @@ def _serve(
     gc.freeze()  # the parent's objects: never scanned here, so never copied by the collector
     if not collect:  # what the work keeps holds no cycles: no collection at all
         gc.disable()
+    import pickle
+
     try:
         state = make_state()
         while True:
@@ -171,6 +172,8 @@ Portable = tuple[str, type[BaseException] | None, dict[str, Any]]
 def portable(error: BaseException) -> Portable:
     """An error as its text, type and attributes (an error's constructor may take other
     arguments than its message, so it is not pickled as it is); no type where it won't pickle."""
+    import pickle
+
     attributes = dict(vars(error))
     try:
         pickle.dumps((type(error), attributes))
