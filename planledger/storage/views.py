@@ -570,4 +570,3 @@ class SqliteViewStore(ViewStore):
     def close(self) -> None:
         for conn in [*self._all_readers, self.conn]:
             conn.close()
-
