@@ -1,5 +1,5 @@
 """Exit codes, the same everywhere, and the one place that turns an error into one line on
-stderr and its code (light: the fast path imports it without the full command line)."""
+stderr and its code."""
 
 from __future__ import annotations
 
@@ -41,11 +41,6 @@ def guarded(body: Callable[[], int], where: Callable[[], str]) -> int:
     except LedgerError as error:
         fail(str(error), EXIT_OF_KIND[error.kind])
     except Exception as error:
-        usage = usage_error(error)
-        if usage is not None:
-            fail(usage, EXIT_INVALID)
-        if type(error).__name__ == "Abort":
-            fail("aborted", EXIT_FAILED)
         if os.environ.get("PLANLEDGER_DEBUG"):
             raise
         from planledger.storage.errors import unavailable_cause
@@ -58,13 +53,3 @@ def guarded(body: Callable[[], int], where: Callable[[], str]) -> int:
             f"{type(error).__name__}: {first} (set PLANLEDGER_DEBUG=1 for a traceback)",
             EXIT_FAILED,
         )
-
-
-def usage_error(error: Exception) -> str | None:
-    """One line for a usage error of the command-line parser (typer's own click)."""
-    format_message = getattr(error, "format_message", None)
-    if format_message is None or not hasattr(error, "exit_code"):
-        return None
-    context = getattr(error, "ctx", None)
-    where = getattr(context, "command_path", None) or "planledger"
-    return f"{format_message() or 'missing command'} (see `{where} --help`)"

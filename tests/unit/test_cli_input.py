@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from domain.limits import MAX_PAYLOAD_BYTES
-from planledger.clients import cli
+from planledger.clients.entry import main
 from planledger.clients.exits import EXIT_INVALID
+from planledger.clients.payload import read_payload
 from planledger.service.ledger import InvalidInput
 
 HOSTILE = {
@@ -27,7 +28,7 @@ def test_unreadable_input_is_invalid_input(tmp_path: Path, text: str) -> None:
     path = tmp_path / "proposal.json"
     path.write_text(text)
     with pytest.raises(InvalidInput) as caught:
-        cli.read_payload(str(path))
+        read_payload(str(path))
     message = str(caught.value)
     assert "\n" not in message and len(message) < 300
     assert "set_int_max_str_digits" not in message
@@ -40,7 +41,7 @@ def test_plan_update_exits_2_on_unreadable_input(
     path = tmp_path / "proposal.json"
     path.write_text(HOSTILE[name])
     with pytest.raises(SystemExit) as caught:
-        cli.main(["plan", "update", "s1", str(path)])
+        main(["plan", "update", "s1", str(path)])
     assert caught.value.code == EXIT_INVALID
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith("planledger: error: ")
@@ -49,4 +50,4 @@ def test_plan_update_exits_2_on_unreadable_input(
 def test_a_payload_within_the_limits_is_read(tmp_path: Path) -> None:
     path = tmp_path / "proposal.json"
     path.write_text('{"plan": [{"step": "Fix it", "status": "in_progress"}]}')
-    assert cli.read_payload(str(path)) == {"plan": [{"step": "Fix it", "status": "in_progress"}]}
+    assert read_payload(str(path)) == {"plan": [{"step": "Fix it", "status": "in_progress"}]}

@@ -13,8 +13,9 @@ import pytest
 from domain.errors import InvalidInput, InvalidPayload
 from domain.forms import parse_proposal
 from domain.limits import check_payload
-from planledger.clients import cli
+from planledger.clients.entry import main
 from planledger.clients.exits import EXIT_INVALID
+from planledger.clients.payload import read_payload
 
 NOT_JSON = {
     "NaN": "NaN",
@@ -41,7 +42,7 @@ def test_read_payload_refuses_what_json_does_not_have(tmp_path: Path, constant: 
         path = tmp_path / "proposal.json"
         path.write_text(body)
         with pytest.raises(InvalidInput) as caught:
-            cli.read_payload(str(path))
+            read_payload(str(path))
         message = str(caught.value)
         assert "not JSON" in message and "\n" not in message, message
 
@@ -71,7 +72,7 @@ def test_finite_numbers_are_still_judged_by_the_rules() -> None:
 def test_read_payload_keeps_ordinary_numbers(tmp_path: Path) -> None:
     path = tmp_path / "proposal.json"
     path.write_text('{"plan": [], "expected_revision": 2, "x": [1.5, -2e10, 1e-400]}')
-    assert cli.read_payload(str(path)) == {
+    assert read_payload(str(path)) == {
         "plan": [],
         "expected_revision": 2,
         "x": [1.5, -2e10, 0.0],
@@ -90,7 +91,7 @@ def test_plan_update_exits_2_on_a_number_json_does_not_have(
     path = tmp_path / "proposal.json"
     path.write_text(bodies(constant)[0])
     with pytest.raises(SystemExit) as caught:
-        cli.main(["plan", "update", "s1", str(path)])
+        main(["plan", "update", "s1", str(path)])
     assert caught.value.code == EXIT_INVALID
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith("planledger: error: ") and "not JSON" in line

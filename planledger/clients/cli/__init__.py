@@ -1,18 +1,6 @@
-"""`planledger`: the command line. Each module registers its commands on the typer application
-of `app`."""
+"""`planledger`: the command line. Each module registers its commands on the parser of `app`."""
 
 from planledger.clients.cli import admin, agents, audit, plans, sessions
-from planledger.clients.cli.app import app, main, run
-from planledger.clients.payload import read_payload
+from planledger.clients.cli.app import run
 
-__all__ = [
-    "admin",
-    "agents",
-    "app",
-    "audit",
-    "main",
-    "plans",
-    "read_payload",
-    "run",
-    "sessions",
-]
+__all__ = ["admin", "agents", "audit", "plans", "run", "sessions"]

@@ -2,27 +2,26 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
-
-import typer
+from typing import TYPE_CHECKING
 
 from domain.errors import InvalidInput
 from planledger.clients.cli.app import (
     LOOPBACK_HOSTS,
-    JsonFlag,
-    app,
+    Args,
+    add_json,
+    at_least,
     emit,
     err,
     out,
+    root,
     service,
     state,
 )
-from planledger.clients.exits import (
-    EXIT_FAILED,
-)
+from planledger.clients.exits import EXIT_FAILED
 from planledger.storage.settings import database_settings
 
 if TYPE_CHECKING:
@@ -31,14 +30,8 @@ if TYPE_CHECKING:
     from domain.checkpoint import Checkpoint
     from planledger.service.files import PlanFiles
 
-projections_app = typer.Typer(
-    help="The read side: views and plan.json files.", no_args_is_help=True
-)
-app.add_typer(projections_app, name="projections")
 
-
-@projections_app.command("rebuild")
-def projections_rebuild() -> None:
+def projections_rebuild(args: Args) -> int | None:
     """Drop every view and rebuild it from the events, with a progress bar; then rewrite every
     plan.json file that is missing or differs from its view.
 
@@ -68,20 +61,11 @@ def projections_rebuild() -> None:
     if runner.corrupt:
         for error in runner.corrupt.values():
             err.print(f"planledger: corrupt: {error}", markup=False)
-        raise typer.Exit(EXIT_FAILED)
+        return EXIT_FAILED
+    return None
 
 
-@projections_app.command("sync-files")
-def projections_sync_files(
-    changed: Annotated[
-        bool,
-        typer.Option(
-            "--changed",
-            hidden=True,
-            help="Only the views changed since the files' position (the background back-fill).",
-        ),
-    ] = False,
-) -> None:
+def projections_sync_files(args: Args) -> None:
     """Compare every plan.json file under PLANLEDGER_HOME with its session's view and rewrite
     each one missing or stale, with a progress bar (safe to run any time). Commands start a
     lighter one in the background, of the views changed since the files' position."""
@@ -91,7 +75,7 @@ def projections_sync_files(
     from planledger.storage.file_paths import files_lock
 
     files.may_spawn = False  # a back-fill never starts another
-    if changed:
+    if args.changed:
         with files_lock(files.root, wait=False) as locked:
             if not locked:
                 return  # another back-fill is running
@@ -127,46 +111,24 @@ def repaired_files(files: PlanFiles, progress: Progress) -> int:
         return service().repair_files(lambda checked: progress.advance(task, checked))
 
 
-@app.command("serve")
-def serve(
-    host: Annotated[str, typer.Option(help="Address to bind; loopback unless you say so.")] = (
-        "127.0.0.1"
-    ),
-    port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port.")] = 8765,
-    checkpoint_every: Annotated[
-        float | None,
-        typer.Option(
-            min=1,
-            metavar="SECONDS",
-            help="Sign a checkpoint of the store this often when it has new events "
-            "(GET /checkpoint serves the latest).",
-        ),
-    ] = None,
-    checkpoint_key: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="FILE",
-            help="The Ed25519 key to sign them with (default: $PLANLEDGER_HOME/keys/"
-            "checkpoint.pem, made on first use).",
-        ),
-    ] = None,
-) -> None:
+def serve(args: Args) -> None:
     """The HTTP server. It requires `Authorization: Bearer <token>` when PLANLEDGER_TOKEN is set
     (an admin token) or the store has named tokens (`planledger tokens add`)."""
     from planledger.clients.http import create_app
     from planledger.clients.http.serving import run_server
     from planledger.service import open_planledger
 
+    host, port = args.host, args.port
     token = os.environ.get("PLANLEDGER_TOKEN") or None
     settings = database_settings(state.database)  # a bad URL fails here, before binding
     checkpoints = None
-    if checkpoint_every is not None:
+    if args.checkpoint_every is not None:
         from planledger.clients.http.checkpointing import Checkpointing
         from planledger.service.keys import signing_key
         from planledger.storage.settings import home_dir
 
-        key, _ = signing_key(checkpoint_key, home_dir())
-        checkpoints = Checkpointing(key, checkpoint_every)
+        key, _ = signing_key(args.checkpoint_key, home_dir())
+        checkpoints = Checkpointing(key, args.checkpoint_every)
     application = create_app(
         lambda: open_planledger(state.database), token=token, checkpoints=checkpoints
     )
@@ -187,51 +149,36 @@ def serve(
 # -- verification and demo --------------------------------------------------------------------
 
 
-@app.command("verify")
-def verify(
-    session_ids: Annotated[
-        list[str] | None, typer.Argument(metavar="[ID ...]", help="Sessions (default: all).")
-    ] = None,
-    as_json: JsonFlag = False,
-    checkpoint: Annotated[
-        Path | None,
-        typer.Option(
-            "--checkpoint",
-            metavar="FILE",
-            help="Also prove that every event up to the position of this statement (made by "
-            "`planledger checkpoint`) is still there, unchanged.",
-        ),
-    ] = None,
-    public_key: Annotated[
-        Path | None,
-        typer.Option(
-            "--public-key",
-            metavar="FILE",
-            help="The key the checkpoint must be signed with (its checkpoint.pub). Without it, "
-            "the signature is checked against the key the statement names.",
-        ),
-    ] = None,
-) -> None:
+def verify(args: Args) -> int | None:
     """Replay every event from the first, ignoring snapshots, re-checking every rule and every
     event's hash chain (and, with --checkpoint, what the checkpoint signed).
 
     Exit 0 clean, 1 corrupt or tampered with (naming session, event position and rule:
     `chain_broken`, `checkpoint_mismatch` or the plan rule broken), 2 unreadable input.
     """
-    if public_key is not None and checkpoint is None:
-        raise typer.BadParameter("--public-key checks a --checkpoint: give one")
+    if args.public_key is not None and args.checkpoint is None:
+        raise InvalidInput("--public-key checks a --checkpoint: give one")
     statement, trusted = None, None
-    if checkpoint is not None:
+    if args.checkpoint is not None:
         from planledger.service.keys import public_key as read_public_key
 
-        statement = read_checkpoint(checkpoint)
-        trusted = read_public_key(public_key) if public_key is not None else None
-    report = service().verify(session_ids or None, statement, trusted)
+        statement = read_checkpoint(args.checkpoint)
+        trusted = read_public_key(args.public_key) if args.public_key is not None else None
+    report = service().verify(args.session_ids or None, statement, trusted)
     from planledger.clients import render
 
-    emit(as_json, report, render.verify_text(report))
-    if not report.ok:
-        raise typer.Exit(EXIT_FAILED)
+    emit(args.as_json, report, render.verify_text(report))
+    return None if report.ok else EXIT_FAILED
+
+
+def at_least_one_second(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not seconds >= 1:
+        raise argparse.ArgumentTypeError(f"{text} is not >= 1")
+    return seconds
 
 
 def read_checkpoint(path: Path) -> Checkpoint:
@@ -252,9 +199,56 @@ def read_checkpoint(path: Path) -> Checkpoint:
         ) from None
 
 
-@app.command("demo")
-def demo() -> None:
+def demo(args: Args) -> None:
     """A scripted walk through one session on the embedded default database."""
     from planledger.clients.demo import run_demo
 
     run_demo(service(), out)
+
+
+projections_group = root.group("projections", "The read side: views and plan.json files.")
+projections_group.command("rebuild", projections_rebuild)
+command = projections_group.command("sync-files", projections_sync_files)
+command.add_argument("--changed", action="store_true", help=argparse.SUPPRESS)  # the back-fill
+
+command = root.command("serve", serve)
+command.add_argument(
+    "--host", default="127.0.0.1", help="Address to bind; loopback unless you say so."
+)
+command.add_argument(
+    "--port", type=at_least(0, 65535), default=8765, help="TCP port (default: 8765)."
+)
+command.add_argument(
+    "--checkpoint-every",
+    type=at_least_one_second,
+    metavar="SECONDS",
+    help="Sign a checkpoint of the store this often when it has new events (GET /checkpoint "
+    "serves the latest).",
+)
+command.add_argument(
+    "--checkpoint-key",
+    type=Path,
+    metavar="FILE",
+    help="The Ed25519 key to sign them with (default: $PLANLEDGER_HOME/keys/checkpoint.pem, made "
+    "on first use).",
+)
+
+command = root.command("verify", verify)
+command.add_argument("session_ids", nargs="*", metavar="ID", help="Sessions (default: all).")
+add_json(command)
+command.add_argument(
+    "--checkpoint",
+    type=Path,
+    metavar="FILE",
+    help="Also prove that every event up to the position of this statement (made by "
+    "`planledger checkpoint`) is still there, unchanged.",
+)
+command.add_argument(
+    "--public-key",
+    type=Path,
+    metavar="FILE",
+    help="The key the checkpoint must be signed with (its checkpoint.pub). Without it, the "
+    "signature is checked against the key the statement names.",
+)
+
+root.command("demo", demo)

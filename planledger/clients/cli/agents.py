@@ -2,109 +2,50 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
+import sys
 from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from planledger.clients.cli.app import (
-    AgentChoice,
-    JsonFlag,
-    SessionArg,
-    app,
+    AGENTS,
+    Args,
+    add_json,
+    add_session,
     err,
     out,
+    root,
     service,
     state,
 )
-from planledger.clients.exits import (
-    EXIT_INVALID,
-    fail,
-)
+from planledger.clients.exits import EXIT_INVALID, fail
+
+HOOK_AGENTS = ("claude-code", "gemini", "codex", "opencode")
 
 
-@app.command("acp")
-def acp(
-    agent_command: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="[-- AGENT_CMD ...]",
-            help="Proxy this ACP agent, recording its plans; without it, serve ledger sessions.",
-        ),
-    ] = None,
-) -> None:
+def acp(args: Args) -> int:
     """The ACP agent over stdio, for editors such as Zed (viewer, or proxy with `-- AGENT_CMD`)."""
     from planledger.clients.acp import run_acp
 
-    raise typer.Exit(run_acp(service, agent_command or []))
+    return run_acp(service, args.agent_command)
 
 
-@app.command("mcp")
-def mcp(
-    session: Annotated[
-        str | None,
-        typer.Option(
-            "--session",
-            metavar="ID",
-            help="Session the tools use when a call names none (opened if missing). "
-            "Default: a new session mcp-<UTC time>-<hex>.",
-        ),
-    ] = None,
-) -> None:
+def mcp(args: Args) -> None:
     """The MCP server on stdio: the plan tools and plan://ID resources, for MCP-speaking agents."""
     from planledger.clients.mcp import serve_stdio
 
-    serve_stdio(state.database, session)
+    serve_stdio(state.database, args.session)
 
 
-@app.command("import")
-def import_sessions(
-    agent: Annotated[
-        AgentChoice,
-        typer.Argument(metavar="codex|claude|gemini|opencode", help="Whose transcripts."),
-    ],
-    paths: Annotated[
-        list[Path],
-        typer.Argument(
-            metavar="PATH",
-            help="Files, or folders searched for *.jsonl (OpenCode: opencode.db and *.json).",
-        ),
-    ],
-    as_json: JsonFlag = False,
-) -> None:
+def import_sessions(args: Args) -> int:
     """Record the plan calls of sessions Codex or Claude Code already ran.
 
     Exit 0; 2 when some file or line could not be read (the rest is imported).
     """
     from planledger.clients.import_command import run_import
 
-    code = run_import(service(), agent.value, paths, as_json=as_json, out=out, err=err)
-    if code:
-        raise typer.Exit(code)
+    return run_import(service(), args.agent, args.paths, as_json=args.as_json, out=out, err=err)
 
 
-# -- agent hooks ------------------------------------------------------------------------------
-
-
-class HookAgent(StrEnum):
-    claude_code = "claude-code"
-    gemini = "gemini"
-    codex = "codex"
-    opencode = "opencode"
-
-
-HookAgentArg = Annotated[HookAgent, typer.Argument(help="claude-code, gemini, codex or opencode.")]
-hooks_app = typer.Typer(help="Install the agent hooks into an agent's settings.")
-app.add_typer(hooks_app, name="hooks", no_args_is_help=True)
-
-
-@app.command("hook")
-def hook(
-    agent: Annotated[
-        str, typer.Argument(metavar="AGENT", help="claude-code, gemini, codex or opencode.")
-    ],
-) -> None:
+def hook(args: Args) -> int:
     """Handle one hook event of the agent (JSON on stdin, its answer on stdout).
 
     Exits 0: an internal error, an unknown AGENT included, is one line on stderr and no answer
@@ -113,23 +54,10 @@ def hook(
     """
     from planledger.clients.hooks.runner import run_hook
 
-    code = run_hook(agent, state.database)
-    if code:
-        raise typer.Exit(code)
+    return run_hook(args.agent, state.database)
 
 
-@hooks_app.command("install")
-def hooks_install(
-    agent: HookAgentArg,
-    project: Annotated[
-        Path | None,
-        typer.Option("--project", metavar="DIR", help="The project folder (default: here)."),
-    ] = None,
-    user: Annotated[bool, typer.Option("--user", help="The user's settings in ~.")] = False,
-    print_only: Annotated[
-        bool, typer.Option("--print", help="Print the resulting file; write nothing.")
-    ] = False,
-) -> None:
+def hooks_install(args: Args) -> None:
     """Merge the agent's hook entries into its settings, keeping everything else.
 
     Files: .claude/settings.json, .gemini/settings.json, .codex/hooks.json (in the project, or in
@@ -138,38 +66,87 @@ def hooks_install(
     """
     from planledger.clients.hooks.install import install
 
-    if project is not None and user:
+    if args.project is not None and args.user:
         fail("give --project DIR or --user, not both", EXIT_INVALID)
     result = install(
-        agent.value, project=project, user=user, database=state.database, print_only=print_only
+        args.agent,
+        project=args.project,
+        user=args.user,
+        database=state.database,
+        print_only=args.print_only,
     )
-    if print_only:
-        typer.echo(result.text, nl=False)
+    if args.print_only:
+        sys.stdout.write(result.text)
     elif result.written:
-        typer.echo(f"planledger hooks for {agent.value} written to {result.path}")
+        print(f"planledger hooks for {args.agent} written to {result.path}")
     else:
-        typer.echo(f"planledger hooks for {agent.value} already in {result.path}; nothing changed")
+        print(f"planledger hooks for {args.agent} already in {result.path}; nothing changed")
     for note in result.notes:
-        typer.echo(f"note: {note}", err=True)
+        sys.stderr.write(f"note: {note}\n")
 
 
-@app.command("tui")
-def tui(
-    session_id: SessionArg,
-    server: Annotated[
-        str | None,
-        typer.Option(
-            "--server",
-            metavar="URL",
-            help="Read a `planledger serve` at URL (token from $PLANLEDGER_TOKEN) instead of "
-            "the database.",
-        ),
-    ] = None,
-) -> None:
+def tui(args: Args) -> None:
     """The terminal UI: the plan at any revision, its changes and its history, live.
 
     Keys: left/right one revision, Home first, End latest (live), h history, q quit.
     """
     from planledger.clients.tui.command import run_tui
 
-    run_tui(session_id, server=server, database=state.database)
+    run_tui(args.session_id, server=args.server, database=state.database)
+
+
+command = root.command("acp", acp)
+command.add_argument(
+    "agent_command",
+    nargs="*",
+    metavar="-- AGENT_CMD",
+    help="Proxy this ACP agent, recording its plans; without it, serve ledger sessions.",
+)
+
+command = root.command("mcp", mcp)
+command.add_argument(
+    "--session",
+    metavar="ID",
+    help="Session the tools use when a call names none (opened if missing). Default: a new "
+    "session mcp-<UTC time>-<hex>.",
+)
+
+command = root.command("import", import_sessions)
+command.add_argument(
+    "agent", choices=AGENTS, metavar="codex|claude|gemini|opencode", help="Whose transcripts."
+)
+command.add_argument(
+    "paths",
+    nargs="+",
+    type=Path,
+    metavar="PATH",
+    help="Files, or folders searched for *.jsonl (OpenCode: opencode.db and *.json).",
+)
+add_json(command)
+
+command = root.command("hook", hook)
+command.add_argument("agent", metavar="AGENT", help="claude-code, gemini, codex or opencode.")
+
+hooks_group = root.group("hooks", "Install the agent hooks into an agent's settings.")
+command = hooks_group.command("install", hooks_install)
+command.add_argument(
+    "agent", choices=HOOK_AGENTS, metavar="AGENT", help="claude-code, gemini, codex or opencode."
+)
+command.add_argument(
+    "--project", type=Path, metavar="DIR", help="The project folder (default: here)."
+)
+command.add_argument("--user", action="store_true", help="The user's settings in ~.")
+command.add_argument(
+    "--print",
+    dest="print_only",
+    action="store_true",
+    help="Print the resulting file; write nothing.",
+)
+
+command = root.command("tui", tui)
+add_session(command)
+command.add_argument(
+    "--server",
+    metavar="URL",
+    help="Read a `planledger serve` at URL (token from $PLANLEDGER_TOKEN) instead of the database.",
+)

@@ -1,68 +1,121 @@
-"""The full command line: the typer application, its global options and the state its
-commands share (the service, opened on first use). Errors are one line on stderr."""
+"""The command line's parser (the standard library's argparse: a cold process pays ~1 ms for
+it), its global options and the state its commands share (the service, opened on first use).
+Errors are one line on stderr."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import inspect
 import json
 import sys
-from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import typer
-from pydantic import BaseModel
-
-from planledger.clients.exits import (
-    EXIT_OK,
-    guarded,
-    warn,
-)
+from domain.errors import InvalidInput
+from planledger.clients.exits import EXIT_INVALID, EXIT_OK, guarded, warn
 from planledger.clients.lazy import lazy_console
 from planledger.storage.settings import database_settings
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from planledger.service import PlanLedger
 
 out = lazy_console(highlight=False, soft_wrap=True)
 err = lazy_console(stderr=True, highlight=False, soft_wrap=True)
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+AGENTS = ("codex", "claude", "gemini", "opencode")
+MODES = ("work", "plan")
 
-app = typer.Typer(
-    name="planledger",
-    help="A durable, event-sourced ledger for the execution plans of AI coding agents.\n\n"
-    "Every proposal, commit and rejection is an event; the plan rules are enforced when a "
-    "proposal is decided and re-checked on every replay.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+Args = argparse.Namespace
+Run = Callable[[Args], "int | None"]
+
+
+class Parser(argparse.ArgumentParser):
+    """A parser whose usage errors are one line (exit 2) naming the help to read."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        kwargs.setdefault("allow_abbrev", False)  # --rev is no --revision
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        raise InvalidInput(f"{message} (see `{self.prog} --help`)")
+
+
+class Group:
+    """A command with subcommands; called alone, it prints its help and exits 2."""
+
+    def __init__(self, parser: Parser) -> None:
+        self.parser = parser
+        self.commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+        parser.set_defaults(run=self.missing)
+
+    def missing(self, args: Args) -> int:
+        self.parser.print_help()
+        sys.stderr.write(f"planledger: error: missing command (see `{self.parser.prog} --help`)\n")
+        return EXIT_INVALID
+
+    def command(self, name: str, run: Run, doc: str | None = None) -> Parser:
+        """The subcommand `name` running `run`; its help is `doc` (default: run's docstring),
+        whose first paragraph is its line in this group's list."""
+        text = " ".join((doc or run.__doc__ or "").split("\n\n")[0].split())
+        description = inspect.cleandoc(doc or run.__doc__ or "")
+        parser = self.commands.add_parser(name, help=text, description=description)
+        parser.set_defaults(run=run, command=parser)
+        return parser
+
+    def group(self, name: str, doc: str) -> Group:
+        return Group(self.commands.add_parser(name, help=doc, description=doc))
+
+
+def at_least(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An int argument within [low, high]."""
+
+    def checked(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low or (high is not None and value > high):
+            bound = f"from {low} to {high}" if high is not None else f">= {low}"
+            raise argparse.ArgumentTypeError(f"{value} is not {bound}")
+        return value
+
+    return checked
+
+
+def add_json(parser: Parser) -> None:
+    parser.add_argument(
+        "--json", dest="as_json", action="store_true", help="Print machine-readable JSON."
+    )
+
+
+def add_session(parser: Parser) -> None:
+    parser.add_argument("session_id", metavar="ID", help="The session id.")
+
+
+root = Group(
+    Parser(
+        prog="planledger",
+        description="A durable, event-sourced ledger for the execution plans of AI coding "
+        "agents.\n\nEvery proposal, commit and rejection is an event; the plan rules are enforced "
+        "when a proposal is decided and re-checked on every replay.",
+    )
 )
-session_app = typer.Typer(
-    help="Open sessions and switch the user-controlled mode.", no_args_is_help=True
+root.parser.add_argument(
+    "--database",
+    metavar="URL",
+    help="sqlite:///relative/path, sqlite:////absolute/path or "
+    "postgresql://user[:password]@host:port/db. Default: $PLANLEDGER_DATABASE_URL, "
+    "else SQLite at $PLANLEDGER_HOME/ledger.sqlite3.",
 )
-goal_app = typer.Typer(
-    help="Durable goals: the only thing that may ask for another turn.", no_args_is_help=True
-)
-plan_app = typer.Typer(help="Propose, show and audit a session's plan.", no_args_is_help=True)
-app.add_typer(session_app, name="session")
-app.add_typer(goal_app, name="goal")
-app.add_typer(plan_app, name="plan")
-
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
-SessionArg = Annotated[str, typer.Argument(metavar="ID", help="The session id.")]
-
-
-class ModeChoice(StrEnum):
-    work = "work"
-    plan = "plan"
-
-
-class AgentChoice(StrEnum):
-    codex = "codex"
-    claude = "claude"
-    gemini = "gemini"
-    opencode = "opencode"
+root.parser.add_argument("--version", action="store_true", help="Print the version and exit.")
+session_group = root.group("session", "Open sessions and switch the user-controlled mode.")
+goal_group = root.group("goal", "Durable goals: the only thing that may ask for another turn.")
+plan_group = root.group("plan", "Propose, show and audit a session's plan.")
 
 
 class _State:
@@ -82,44 +135,9 @@ def service() -> PlanLedger:
     return state.service
 
 
-@app.callback()
-def _global(
-    database: Annotated[
-        str | None,
-        typer.Option(
-            "--database",
-            metavar="URL",
-            help="sqlite:///relative/path, sqlite:////absolute/path or "
-            "postgresql://user[:password]@host:port/db. Default: $PLANLEDGER_DATABASE_URL, "
-            "else SQLite at $PLANLEDGER_HOME/ledger.sqlite3.",
-        ),
-    ] = None,
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version",
-            is_eager=True,
-            expose_value=False,
-            callback=lambda shown: print_version() if shown else None,
-            help="Print the version and exit.",
-        ),
-    ] = False,
-) -> None:
-    state.database = database
-
-
-def print_version() -> None:
-    from importlib.metadata import version
-
-    out.print(f"planledger {version('plan-ledger')}")
-    raise typer.Exit(0)
-
-
 def emit(as_json: bool, model: BaseModel | dict[str, Any], human: object) -> None:
     if as_json:
-        data = (
-            model.model_dump(mode="json", by_alias=True) if isinstance(model, BaseModel) else model
-        )
+        data = model if isinstance(model, dict) else model.model_dump(mode="json", by_alias=True)
         sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     elif isinstance(human, str):  # plain text (a plan's titles): never read as markup
         out.print(human, markup=False, highlight=False)
@@ -127,15 +145,37 @@ def emit(as_json: bool, model: BaseModel | dict[str, Any], human: object) -> Non
         out.print(human)
 
 
-# -- entry point ------------------------------------------------------------------------------
+def parsed(argv: list[str]) -> Args:
+    """`argv` parsed; a command's options may stand between its arguments (`plan update ID
+    --json FILE`), and its errors name its own help."""
+    args, rest = root.parser.parse_known_args(argv)
+    command: Parser | None = getattr(args, "command", None)
+    if command is None:
+        if rest:
+            root.parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        return args
+    words, start = command.prog.split()[1:], 0
+    for index, arg in enumerate(argv):  # the command's own arguments start after its words
+        if words and arg == words[0]:
+            words, start = words[1:], index + 1
+    own = argv[start:]  # (after `--`, all is arguments: intermixed parsing would not know it)
+    parse = command.parse_args if "--" in own else command.parse_intermixed_args
+    return parse(own, namespace=Args(database=args.database, version=args.version))
 
 
-def run(args: list[str]) -> int:
-    """The full command line on `args` (global options first); returns the exit code."""
+def run(argv: list[str]) -> int:
+    """The full command line on `argv` (global options first); returns the exit code."""
 
     def body() -> int:
-        result = app(args=args, prog_name="planledger", standalone_mode=False)
-        return result if isinstance(result, int) else EXIT_OK
+        args = parsed(argv)
+        state.database = args.database
+        if args.version:
+            from importlib.metadata import version
+
+            sys.stdout.write(f"planledger {version('plan-ledger')}\n")
+            return EXIT_OK
+        code: int | None = args.run(args)
+        return code or EXIT_OK
 
     try:
         return guarded(body, lambda: database_settings(state.database).display_url)
@@ -146,14 +186,3 @@ def run(args: list[str]) -> int:
                 closing.close()
             for warning in closing.warnings:
                 warn(warning)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Console script entry point (see planledger.clients.entry)."""
-    from planledger.clients.entry import main as entry_main
-
-    entry_main(argv)
-
-
-if __name__ == "__main__":
-    main()

@@ -3,36 +3,25 @@ HTTP server's named tokens."""
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from domain.errors import InvalidInput
-from planledger.clients.cli.app import JsonFlag, SessionArg, app, emit, err, out, service
+from planledger.clients.cli.app import (
+    Args,
+    Parser,
+    add_json,
+    add_session,
+    emit,
+    err,
+    out,
+    root,
+    service,
+)
 from planledger.clients.exits import EXIT_FAILED
 from planledger.storage.settings import home_dir
 
-OutFile = Annotated[
-    Path | None, typer.Option("--out", metavar="FILE", help="Write it here (default: stdout).")
-]
 
-
-@app.command("checkpoint")
-def checkpoint(
-    out_file: OutFile = None,
-    key: Annotated[
-        Path | None,
-        typer.Option(
-            "--key",
-            metavar="FILE",
-            help="The Ed25519 private key (PEM) to sign with. Default: "
-            "$PLANLEDGER_HOME/keys/checkpoint.pem, made on first use (owner-only), with its "
-            "public key beside it in checkpoint.pub.",
-        ),
-    ] = None,
-) -> None:
+def checkpoint(args: Args) -> None:
     """Sign a statement of every stream's last event at the store's position now.
 
     Hand the statement and the public key to whoever must trust the history: `planledger
@@ -42,7 +31,8 @@ def checkpoint(
     """
     from planledger.service.keys import signing_key
 
-    signer, key_path = signing_key(key, home_dir())
+    signer, key_path = signing_key(args.key, home_dir())
+    out_file: Path | None = args.out
     made = service().checkpoint(signer)
     statement = made.model_dump_json(indent=2) + "\n"
     if out_file is None:
@@ -66,21 +56,7 @@ def write_file(path: Path, text: str) -> None:
         raise InvalidInput(f"cannot write {str(path)!r}: {error.strerror or error}") from None
 
 
-class ReportFormat(StrEnum):
-    md = "md"
-    html = "html"
-    json = "json"
-
-
-@app.command("export")
-def export(
-    session_id: SessionArg,
-    format: Annotated[
-        ReportFormat,
-        typer.Option("--format", help="md (Markdown), html (one self-contained file) or json."),
-    ] = ReportFormat.md,
-    out_file: OutFile = None,
-) -> None:
+def export(args: Args) -> int | None:
     """A report of the session to hand on: its goals, the plan at each revision with what
     changed, every rejection with its violations, who sent each proposal and when, the chain
     head and whether verify holds (a corrupt session is reported up to where it breaks: exit
@@ -89,10 +65,11 @@ def export(
 
     from planledger.clients import report_render
 
+    session_id, out_file = args.session_id, args.out
     report = service().report(session_id)
-    if format is ReportFormat.json:
+    if args.format == "json":
         text = json.dumps(report.as_json(), indent=2, ensure_ascii=False) + "\n"
-    elif format is ReportFormat.html:
+    elif args.format == "html":
         text = report_render.html(report)
     else:
         text = report_render.markdown(report)
@@ -101,38 +78,13 @@ def export(
     else:
         write_file(out_file, text)
         out.print(f"report of session {session_id} written to {out_file}", markup=False)
-    if not report.verified:
-        raise typer.Exit(EXIT_FAILED)
+    return None if report.verified else EXIT_FAILED
 
 
-tokens_app = typer.Typer(
-    help="Named tokens of the HTTP server: each proposal records the name of the token that "
-    "sent it as its actor. Adding one makes the server require a token.",
-    no_args_is_help=True,
-)
-app.add_typer(tokens_app, name="tokens")
-
-
-class ScopeChoice(StrEnum):
-    read = "read"
-    write = "write"
-    admin = "admin"
-
-
-@tokens_app.command("add")
-def tokens_add(
-    name: Annotated[
-        str, typer.Argument(metavar="NAME", help="Who holds it (1-64 of A-Za-z0-9._-).")
-    ],
-    scope: Annotated[
-        ScopeChoice,
-        typer.Option(help="read: every GET; write: also proposals, sessions, goals; admin: all."),
-    ] = ScopeChoice.read,
-    as_json: JsonFlag = False,
-) -> None:
+def tokens_add(args: Args) -> None:
     """Make a token and print it, once: only its SHA-256 is kept."""
-    made = service().add_token(name, scope.value)
-    if as_json:
+    made = service().add_token(args.name, args.scope)
+    if args.as_json:
         emit(True, made, None)
         return
     out.print(made.token, markup=False)
@@ -143,11 +95,10 @@ def tokens_add(
     )
 
 
-@tokens_app.command("list")
-def tokens_list(as_json: JsonFlag = False) -> None:
+def tokens_list(args: Args) -> None:
     """Every token's name, scope and dates (never the tokens themselves)."""
     found = service().tokens()
-    if as_json:
+    if args.as_json:
         emit(True, {"tokens": [t.model_dump(mode="json") for t in found]}, None)
         return
     if not found:
@@ -160,8 +111,50 @@ def tokens_list(as_json: JsonFlag = False) -> None:
         )
 
 
-@tokens_app.command("revoke")
-def tokens_revoke(name: Annotated[str, typer.Argument(metavar="NAME")]) -> None:
+def tokens_revoke(args: Args) -> None:
     """Refuse the token from now on (a running server within a second)."""
-    service().revoke_token(name)
-    out.print(f"token {name!r} revoked", markup=False)
+    service().revoke_token(args.name)
+    out.print(f"token {args.name!r} revoked", markup=False)
+
+
+def add_out(parser: Parser) -> None:
+    parser.add_argument("--out", type=Path, metavar="FILE", help="Write it here (default: stdout).")
+
+
+command = root.command("checkpoint", checkpoint)
+add_out(command)
+command.add_argument(
+    "--key",
+    type=Path,
+    metavar="FILE",
+    help="The Ed25519 private key (PEM) to sign with. Default: $PLANLEDGER_HOME/keys/"
+    "checkpoint.pem, made on first use (owner-only), with its public key beside it in "
+    "checkpoint.pub.",
+)
+
+command = root.command("export", export)
+add_session(command)
+command.add_argument(
+    "--format",
+    choices=("md", "html", "json"),
+    default="md",
+    help="md (Markdown, the default), html (one self-contained file) or json.",
+)
+add_out(command)
+
+tokens_group = root.group(
+    "tokens",
+    "Named tokens of the HTTP server: each proposal records the name of the token that sent it "
+    "as its actor. Adding one makes the server require a token.",
+)
+command = tokens_group.command("add", tokens_add)
+command.add_argument("name", metavar="NAME", help="Who holds it (1-64 of A-Za-z0-9._-).")
+command.add_argument(
+    "--scope",
+    choices=("read", "write", "admin"),
+    default="read",
+    help="read: every GET (the default); write: also proposals, sessions, goals; admin: all.",
+)
+add_json(command)
+add_json(tokens_group.command("list", tokens_list))
+tokens_group.command("revoke", tokens_revoke).add_argument("name", metavar="NAME")

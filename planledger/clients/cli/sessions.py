@@ -2,95 +2,92 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
+from typing import TYPE_CHECKING
 
 from domain.session import Mode
 from planledger.clients.cli.app import (
-    JsonFlag,
-    ModeChoice,
-    SessionArg,
+    MODES,
+    Args,
+    add_json,
+    add_session,
     emit,
-    goal_app,
+    goal_group,
     service,
-    session_app,
+    session_group,
 )
 
-# -- sessions ---------------------------------------------------------------------------------
+if TYPE_CHECKING:
+    from planledger.service.results import SessionView
 
 
-@session_app.command("open")
-def session_open(
-    session_id: SessionArg,
-    mode: Annotated[ModeChoice, typer.Option(help="Collaboration mode.")] = ModeChoice.work,
-    as_json: JsonFlag = False,
-) -> None:
+def shown(args: Args, view: SessionView) -> None:
+    from planledger.clients import render
+
+    emit(args.as_json, view, render.session_text(view))
+
+
+def session_open(args: Args) -> None:
     """Open a session (exit 2 if it exists or the id is invalid)."""
-    view = service().open_session(session_id, Mode(mode.value), source="cli")
-    from planledger.clients import render
-
-    emit(as_json, view, render.session_text(view))
+    shown(args, service().open_session(args.session_id, Mode(args.mode), source="cli"))
 
 
-@session_app.command("mode")
-def session_mode(session_id: SessionArg, mode: ModeChoice, as_json: JsonFlag = False) -> None:
+def session_mode(args: Args) -> None:
     """Switch the collaboration mode: the user's explicit command, recorded as an event."""
-    view = service().set_mode(session_id, Mode(mode.value))
-    from planledger.clients import render
-
-    emit(as_json, view, render.session_text(view))
+    shown(args, service().set_mode(args.session_id, Mode(args.mode)))
 
 
-@session_app.command("show")
-def session_show(session_id: SessionArg, as_json: JsonFlag = False) -> None:
+def session_show(args: Args) -> None:
     """Mode, goals and should_continue of a session."""
-    view = service().session(session_id)
-    from planledger.clients import render
-
-    emit(as_json, view, render.session_text(view))
+    shown(args, service().session(args.session_id))
 
 
-@session_app.command("list")
-def session_list(as_json: JsonFlag = False) -> None:
+def session_list(args: Args) -> None:
     """Every session with its mode and plan revision, the most recently active first."""
     sessions = service().sessions()
     from planledger.clients import render
 
-    emit(as_json, sessions, render.session_list_table(sessions))
+    emit(args.as_json, sessions, render.session_list_table(sessions))
 
 
-# -- goals ------------------------------------------------------------------------------------
-
-GoalArg = Annotated[str, typer.Argument(metavar="GOAL_ID")]
-
-
-@goal_app.command("start")
-def goal_start(
-    session_id: SessionArg,
-    goal_id: GoalArg,
-    objective: Annotated[str, typer.Argument(metavar="OBJECTIVE")],
-    as_json: JsonFlag = False,
-) -> None:
+def goal_start(args: Args) -> None:
     """Start a durable goal in a session."""
-    view = service().start_goal(session_id, goal_id, objective)
-    from planledger.clients import render
-
-    emit(as_json, view, render.session_text(view))
+    shown(args, service().start_goal(args.session_id, args.goal_id, args.objective))
 
 
-def _goal_edge(edge: str, doc: str) -> None:
-    def command(session_id: SessionArg, goal_id: GoalArg, as_json: JsonFlag = False) -> None:
-        view = service().move_goal(session_id, goal_id, edge)
-        from planledger.clients import render
-
-        emit(as_json, view, render.session_text(view))
-
-    command.__doc__ = doc
-    goal_app.command(edge)(command)
+def goal_move(args: Args) -> None:
+    shown(args, service().move_goal(args.session_id, args.goal_id, args.edge))
 
 
-_goal_edge("complete", "Complete an active goal (exit 3 if it is not active).")
-_goal_edge("block", "Block an active goal (exit 3 if it is not active).")
-_goal_edge("resume", "Resume a blocked goal (exit 3 if it is not blocked).")
-_goal_edge("cancel", "Cancel an active or blocked goal (exit 3 if it is neither).")
+command = session_group.command("open", session_open)
+add_session(command)
+command.add_argument("--mode", choices=MODES, default="work", help="Collaboration mode.")
+add_json(command)
+
+command = session_group.command("mode", session_mode)
+add_session(command)
+command.add_argument("mode", choices=MODES, metavar="{work|plan}", help="The mode.")
+add_json(command)
+
+command = session_group.command("show", session_show)
+add_session(command)
+add_json(command)
+
+add_json(session_group.command("list", session_list))
+
+command = goal_group.command("start", goal_start)
+add_session(command)
+command.add_argument("goal_id", metavar="GOAL_ID")
+command.add_argument("objective", metavar="OBJECTIVE")
+add_json(command)
+
+for edge, doc in (
+    ("complete", "Complete an active goal (exit 3 if it is not active)."),
+    ("block", "Block an active goal (exit 3 if it is not active)."),
+    ("resume", "Resume a blocked goal (exit 3 if it is not blocked)."),
+    ("cancel", "Cancel an active or blocked goal (exit 3 if it is neither)."),
+):
+    command = goal_group.command(edge, goal_move, doc)
+    command.set_defaults(edge=edge)
+    add_session(command)
+    command.add_argument("goal_id", metavar="GOAL_ID")
+    add_json(command)
