@@ -9,35 +9,21 @@ service's `heals` retries within its bound. The pool's `kwargs`, `timeout` and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
-from uuid import UUID
 
-from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresFactory
 from eventsourcing.utils import Environment, EnvType
 
-from planledger.storage.postgres_reads import OnceReads
+from planledger.storage.postgres_reads import EventsReadOnce, OnceReads
 from planledger.storage.settings import CONNECT_TIMEOUT, POOL_TIMEOUT
 
 
-class UnretriedAggregateRecorder(PostgresAggregateRecorder):
+class UnretriedAggregateRecorder(EventsReadOnce, PostgresAggregateRecorder):
     """The snapshot store's recorder, each read tried once (planledger.storage.postgres_reads)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.reads = OnceReads(self.datastore, self.events_table_name)
-
-    def select_events(
-        self,
-        originator_id: UUID | str,
-        *,
-        gt: int | None = None,
-        lte: int | None = None,
-        desc: bool = False,
-        limit: int | None = None,
-    ) -> Sequence[StoredEvent]:
-        return self.reads.select_events(originator_id, gt=gt, lte=lte, desc=desc, limit=limit)
 
 
 class BoundedPostgresFactory(PostgresFactory):

@@ -106,3 +106,20 @@ class OnceReads:
             conn.cursor(row_factory=psycopg.rows.tuple_row) as cursor,
         ):
             return cursor.execute(statement, params, prepare=True).fetchall()
+
+
+class EventsReadOnce:
+    """Mixed in before a library recorder: its `select_events` answered by `reads`."""
+
+    reads: OnceReads
+
+    def select_events(
+        self,
+        originator_id: UUID | str,
+        *,
+        gt: int | None = None,
+        lte: int | None = None,
+        desc: bool = False,
+        limit: int | None = None,
+    ) -> Sequence[StoredEvent]:
+        return self.reads.select_events(originator_id, gt=gt, lte=lte, desc=desc, limit=limit)

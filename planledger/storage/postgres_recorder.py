@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-from uuid import UUID
 
 import psycopg
 from eventsourcing.persistence import Notification, StoredEvent
@@ -23,13 +22,13 @@ from psycopg import sql
 
 from planledger.storage.horizon import MAX_EVENTS_PER_WRITE, XACT_BASE
 from planledger.storage.known_chains import KnownChains
-from planledger.storage.postgres_reads import OnceReads
+from planledger.storage.postgres_reads import EventsReadOnce, OnceReads
 from planledger.storage.recorder import InlineViews
 from planledger.storage.scan import ChainedEvent
 from planledger.storage.view_rows import SESSION_COLUMNS, ViewRows, columns, rows_of
 
 
-class ViewsPostgresRecorder(PostgresApplicationRecorder):
+class ViewsPostgresRecorder(EventsReadOnce, PostgresApplicationRecorder):
     """The library's PostgreSQL insert with each event's chain (domain.chain) and no table lock,
     plus the views in the same statement when current (the module says how)."""
 
@@ -46,17 +45,6 @@ class ViewsPostgresRecorder(PostgresApplicationRecorder):
         self.rendered: dict[tuple[int, ...], tuple[bytes, bytes]] = {}
         # Each read tried once: the service's `heals` retries within its bound (postgres_reads).
         self.reads = OnceReads(self.datastore, self.events_table_name)
-
-    def select_events(
-        self,
-        originator_id: UUID | str,
-        *,
-        gt: int | None = None,
-        lte: int | None = None,
-        desc: bool = False,
-        limit: int | None = None,
-    ) -> Sequence[StoredEvent]:
-        return self.reads.select_events(originator_id, gt=gt, lte=lte, desc=desc, limit=limit)
 
     def select_notifications(
         self,
