@@ -1,5 +1,5 @@
-"""`plan update` and `plan show`, the commands agents run on every tool call: one
-implementation, called by the fast path and by the full command line alike."""
+"""`plan update` and `plan show`, the commands agents run on every tool call: each opens the
+service itself and imports rich and the renderings only for human output."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ def step_notes(step: Mapping[str, Any]) -> str:
 
 
 def plan_panel_of(view: Mapping[str, Any]) -> Panel:
-    """The plan as a panel, from the plan view's JSON (no models: the fast path uses it)."""
+    """The plan as a panel, from the plan view's JSON (no models needed)."""
     lines: list[Text] = []
     steps = view.get("steps") or []
     if not steps:

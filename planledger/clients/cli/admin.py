@@ -171,16 +171,6 @@ def verify(args: Args) -> int | None:
     return None if report.ok else EXIT_FAILED
 
 
-def at_least_one_second(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not seconds >= 1:
-        raise argparse.ArgumentTypeError(f"{text} is not >= 1")
-    return seconds
-
-
 def read_checkpoint(path: Path) -> Checkpoint:
     """The statement in `path` (InvalidInput, exit 2, when it is not one)."""
     from pydantic import ValidationError
@@ -220,7 +210,7 @@ command.add_argument(
 )
 command.add_argument(
     "--checkpoint-every",
-    type=at_least_one_second,
+    type=at_least(1.0, number=float),
     metavar="SECONDS",
     help="Sign a checkpoint of the store this often when it has new events (GET /checkpoint "
     "serves the latest).",

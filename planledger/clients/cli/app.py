@@ -10,7 +10,7 @@ import inspect
 import json
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from domain.errors import InvalidInput
 from planledger.clients.exits import EXIT_INVALID, EXIT_OK, guarded, warn
@@ -30,6 +30,7 @@ AGENTS = ("codex", "claude", "gemini", "opencode")
 MODES = ("work", "plan")
 
 Args = argparse.Namespace
+Number = TypeVar("Number", int, float)
 Run = Callable[[Args], "int | None"]
 
 
@@ -71,15 +72,17 @@ class Group:
         return Group(self.commands.add_parser(name, help=doc, description=doc))
 
 
-def at_least(low: int, high: int | None = None) -> Callable[[str], int]:
-    """An int argument within [low, high]."""
+def at_least(
+    low: Number, high: Number | None = None, number: Callable[[str], Number] = int
+) -> Callable[[str], Number]:
+    """A number argument (an int unless `number` says) within [low, high]."""
 
-    def checked(text: str) -> int:
+    def checked(text: str) -> Number:
         try:
-            value = int(text)
+            value = number(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not low <= value or (high is not None and not value <= high):  # (NaN is neither)
             bound = f"from {low} to {high}" if high is not None else f">= {low}"
             raise argparse.ArgumentTypeError(f"{value} is not {bound}")
         return value
