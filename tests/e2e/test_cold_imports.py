@@ -23,6 +23,7 @@ HEAVY = (
     "mcp",
     "acp",
     "rich",
+    "click",  # (installed for uvicorn; the command line is argparse)
     "psycopg",
     "psycopg_pool",
     "cryptography",
