@@ -3,7 +3,7 @@ sessions of its own through `open_planledger().submit`, beside N processes doing
 INSERT + COMMIT into a plain table, in the same run.
 
     python bench/writers.py [--writers 1,2,4,8,16] [--seconds 5] [--rounds 3]
-        [--database postgres|URL] [--output bench/results/writers.json]
+        [--waits N] [--database postgres|URL] [--output bench/results/writers.json]
 
 Each round runs, for every N in turn, the raw writers then the ledger's, each for --seconds
 with all N processes started together (a barrier) and counted over the same window. Reported:
@@ -11,8 +11,10 @@ the median over rounds of commits per second (all processes summed), the ledger'
 raw, and the CPU per commit of the writing processes (`time.process_time` of each, from the
 barrier) and of the PostgreSQL server (every `postgres` process's time in /proc, reaped
 children included: only when the server runs on this machine, with whatever else it did
-meanwhile). Bars: the ledger's commits/s grow from 1 to 8 writers and reach 0.5x raw at 8;
-one writer at least 0.3x raw. A writing ledger process holds about 4 connections, so 16
+meanwhile); the ledger's rate at each N against its rate at 1 and against its best N. With
+--waits N, what the backends wait for while N ledger writers run (bench/waits.py), in the last
+round. Bars: one writer at least 0.3x raw; 8 writers at least 1.2x one writer and 0.8x the
+best N. A writing ledger process holds about 4 connections, so 16
 writers fit in a server's default 100.
 """
 
@@ -26,6 +28,7 @@ from multiprocessing.synchronize import Barrier
 from typing import Any, NamedTuple
 
 import common
+import waits
 
 from planledger.service import open_planledger
 
@@ -110,12 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     p = common.parser("writers", __doc__ or "", rounds=3)
     p.add_argument("--writers", default="1,2,4,8,16", help="process counts, comma-separated")
     p.add_argument("--seconds", type=float, default=5.0)
+    p.add_argument("--waits", type=int, default=0, help="sample pg_stat_activity at N writers")
     args = common.parse(p, argv)
     common.require_postgres(p, args)
     counts = [int(n) for n in args.writers.split(",")]
     import psycopg
 
     found: dict[str, dict[int, list[Measured]]] = {"raw": {}, "ledger": {}}
+    waited: dict[str, int] = {}
     with common.fresh_store(args.database, "writers") as url:
         open_planledger(url, home=None).close()  # the schema, made once
         conninfo = common.search_path(url)
@@ -124,7 +129,12 @@ def main(argv: list[str] | None = None) -> int:
         for round_ in range(args.rounds):
             for n in counts:
                 raw = measure(raw_writer, conninfo, n, args.seconds)
+                sampled = n == args.waits and round_ == args.rounds - 1
+                sampler = waits.Sampler(conninfo).start() if sampled else None
                 ledger = measure(ledger_writer, url, n, args.seconds)
+                if sampler is not None:
+                    waited = dict(sampler.stop().most_common(15))
+                    print(waits.report(sampler.counts, sampler.samples), flush=True)
                 found["raw"].setdefault(n, []).append(raw)
                 found["ledger"].setdefault(n, []).append(ledger)
                 print(
@@ -132,10 +142,6 @@ def main(argv: list[str] | None = None) -> int:
                     f"ledger {ledger.rate:,.0f}/s",
                     flush=True,
                 )
-    print(
-        f"\n{'writers':>7} {'raw/s':>10} {'ledger/s':>10} {'x raw':>6}"
-        f"  {'cpu ms per commit, client + server: raw':>40} {'ledger':>13}"
-    )
     rows: dict[int, dict[str, Any]] = {}
     for n in counts:
         row: dict[str, Any] = {}
@@ -146,15 +152,27 @@ def main(argv: list[str] | None = None) -> int:
             row[f"{kind}_server_cpu_ms"] = common.median(servers) if servers else None
         row["ratio"] = common.ratio(row["ledger"], row["raw"])
         rows[n] = row
+    best = max(row["ledger"] for row in rows.values())
+    for row in rows.values():
+        row["x_one_writer"] = common.ratio(row["ledger"], rows[counts[0]]["ledger"])
+        row["x_best"] = common.ratio(row["ledger"], best)
+    print(
+        f"\n{'writers':>7} {'raw/s':>10} {'ledger/s':>10} {'x raw':>6} {'x one':>6} {'x best':>6}"
+        f"  {'cpu ms per commit, client + server: raw':>40} {'ledger':>13}"
+    )
+    for n, row in rows.items():
         cpu = {
             k: f"{row[f'{k}_client_cpu_ms']:.2f} + {row[f'{k}_server_cpu_ms'] or 0:.2f}"
             for k in found
         }
         print(
             f"{n:>7} {row['raw']:>10,.0f} {row['ledger']:>10,.0f} {row['ratio'] or 0:>6.2f}"
+            f" {row['x_one_writer'] or 0:>6.2f} {row['x_best'] or 0:>6.2f}"
             f"  {cpu['raw']:>40} {cpu['ledger']:>13}"
         )
-    common.write_result(args.output, common.result(args, seconds=args.seconds, rows=rows))
+    common.write_result(
+        args.output, common.result(args, seconds=args.seconds, rows=rows, waits=waited)
+    )
     return 0
 
 
