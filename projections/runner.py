@@ -94,6 +94,9 @@ class ViewStorage(Protocol):
         """Every stored event of these streams, each stream's in order (as event rows)."""
 
     def load_views(self, session_ids: Sequence[str]) -> dict[str, LoadedView]: ...
+    def session_versions(self, session_ids: Sequence[str]) -> dict[str, int]:
+        """The version of each of these sessions' stored rows (those that have one)."""
+
     def write_batch(
         self,
         expected_position: int,
@@ -107,6 +110,11 @@ class ViewStorage(Protocol):
     def write_batch_rows(
         self, expected_position: int, new_position: int, parts: Sequence[Any]
     ) -> None: ...
+    def advance(self, expected_position: int, new_position: int) -> bool:
+        """Move the tracking position from `expected_position` to `new_position` (a batch
+        whose every event's rows were stored by its writer) in one short statement, not a
+        batch's transaction; False if it was not at `expected_position`."""
+
     def batch_bounds(self, after: int, limit: int) -> Bounds:
         """(how many, store position of the last) of the next `limit` committed events after
         `after`, never past one still in flight; (0, after) when there are none."""
@@ -283,6 +291,11 @@ class ProjectionRunner:
         reached = batch[-1].id
         if loaded:  # events whose writers stored their views with them: already applied
             batch = [row for row in batch if not applied(row, loaded)]
+        if self._stored_by_writers(batch):  # the usual batch: only the position to move
+            if not self.store.advance(position, reached):
+                raise StaleBatch("the views' position moved meanwhile")
+            known.forget(reached)  # (its sessions' facts were not folded)
+            return reached
         # Every session goes on from the facts of its events, never from its view alone (one
         # whose events before the batch are gone goes on from none: its next event is refused).
         broke, earlier = self._resume(position, batch, loaded, known)
@@ -293,6 +306,17 @@ class ProjectionRunner:
         self.store.write_batch(position, reached, changes, stored)
         self.corrupt.update(changes.corrupt)
         return reached
+
+    def _stored_by_writers(self, batch: Sequence[EventRow]) -> bool:
+        """Whether every event left of a batch (none, or session events alone) is in its
+        session's stored row already: its writer stored the row with it."""
+        ids = {row.originator_id for row in batch}
+        if not all(i.startswith("session:") for i in ids):
+            return False
+        versions = self.store.session_versions(sorted(i[8:] for i in ids))
+        return all(
+            row.originator_version <= versions.get(row.originator_id[8:], 0) for row in batch
+        )
 
     def _resume(
         self,

@@ -168,6 +168,18 @@ class ViewStore(ABC):
             for row in rows
         }
 
+    def session_versions(self, session_ids: Sequence[str]) -> dict[str, int]:
+        if not session_ids:
+            return {}
+        marks = ", ".join([self.placeholder] * len(session_ids))
+        with self.lock:
+            rows = self.execute_sql(
+                "SELECT session_id, version FROM planledger_sessions "
+                f"WHERE session_id IN ({marks})",
+                list(session_ids),
+            )
+        return {str(row[0]): int(row[1]) for row in rows}
+
     def write_batch(
         self,
         expected_position: int,
@@ -204,6 +216,20 @@ class ViewStore(ABC):
     def _write_rows(self, rows: ViewRows) -> None:
         """A batch's rows, in the batch's transaction."""
         write_rows(self.execute_many, rows, self.placeholder)
+
+    def advance(self, expected_position: int, new_position: int) -> bool:
+        """See ViewStorage.advance: one statement, no transaction held open around it (on
+        PostgreSQL, the runner's commits are asynchronous: the row is held for microseconds)."""
+        p = self.placeholder
+        with self.lock:
+            return (
+                self._changed(
+                    f"UPDATE planledger_tracking SET position = {p} WHERE projection = {p} "
+                    f"AND position = {p}",
+                    (new_position, VIEWS, expected_position),
+                )
+                == 1
+            )
 
     def _locked_position(self, name: str) -> int:
         rows = self.execute_sql(

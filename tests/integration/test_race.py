@@ -7,6 +7,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import psycopg
+
 from planledger.service import PlanLedger, open_planledger
 from planledger.service.results import Decision
 
@@ -106,4 +108,34 @@ def test_a_writer_holds_few_connections(postgres_url: str) -> None:
     stats = writer.ledger.recorder.datastore.pool.get_stats()  # type: ignore[attr-defined]
     assert stats["pool_min"] == 1 and stats["pool_max"] == 10
     assert stats["pool_size"] <= 2, stats  # one call at a time: no more were opened
+    writer.close()
+
+
+def test_a_held_tracking_row_stalls_no_writer_and_the_position_moves_after(
+    postgres_url: str,
+) -> None:
+    """Writers store their sessions' views with their events, so a process's runner, which
+    then has only the position to move, never waits for a runner of another process that
+    holds the tracking row (it used to lock the row for every batch: every writing process
+    queued behind whichever held it)."""
+    writer = open_planledger(postgres_url, home=None)
+    writer.open_session("held")
+    conninfo = postgres_url.replace("?schema=", "?options=-csearch_path%3D")
+    with psycopg.connect(conninfo) as holder:  # another runner, mid-batch
+        holder.execute("SELECT position FROM planledger_tracking FOR UPDATE")
+        caught_up: list[int] = []
+        thread = threading.Thread(
+            target=lambda: caught_up.append(
+                (writer.submit("held", step_plan(0, 0)), writer.catch_up())[1]
+            ),
+            daemon=True,
+        )
+        thread.start()
+        thread.join(timeout=10)
+        assert caught_up, "the commit and its catch-up waited for the held row"
+        assert writer.plan("held").revision == 1
+        (stored,) = holder.execute("SELECT position FROM planledger_tracking").fetchone() or ()
+        holder.rollback()
+    reached = writer.catch_up()
+    assert writer.views.position("views") == reached == writer.views.status()[1] > stored
     writer.close()
