@@ -113,7 +113,9 @@ class ViewStorage(Protocol):
     def advance(self, expected_position: int, new_position: int) -> bool:
         """Move the tracking position from `expected_position` to `new_position` (a batch
         whose every event's rows were stored by its writer) in one short statement, not a
-        batch's transaction; False if it was not at `expected_position`."""
+        batch's transaction; False if it was not at `expected_position`. Where another runner
+        holds it, it is left to that one, unmoved (True: nothing to wait for; a position left
+        behind moves at the next catch-up)."""
 
     def batch_bounds(self, after: int, limit: int) -> Bounds:
         """(how many, store position of the last) of the next `limit` committed events after

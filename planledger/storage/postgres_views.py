@@ -22,7 +22,7 @@ from planledger.storage.view_rows import (
     columns,
 )
 from planledger.storage.views import ViewStore
-from projections.runner import Bounds, ShareReader
+from projections.runner import VIEWS, Bounds, ShareReader
 
 Rows = TypeVar("Rows")
 
@@ -52,6 +52,18 @@ UPSERT_SESSIONS = (
     "%b::text[], %b::text[], %b::text[]) "
     "ON CONFLICT (session_id) DO UPDATE SET version = excluded.version, mode = excluded.mode, "
     "updated_at = excluded.updated_at WHERE planledger_sessions.version < excluded.version"
+)
+
+# Move the views' position from `expected` to `new` unless another runner holds its row;
+# returns (moved, the position as this statement's snapshot saw it): not moved and still at
+# `expected` when held.
+ADVANCE = (
+    "WITH free AS (SELECT projection FROM planledger_tracking WHERE projection = %(name)s "
+    "AND position = %(expected)s FOR UPDATE SKIP LOCKED), "
+    "moved AS (UPDATE planledger_tracking t SET position = %(new)s FROM free "
+    "WHERE t.projection = free.projection RETURNING t.projection) "
+    "SELECT EXISTS (SELECT 1 FROM moved), "
+    "(SELECT position FROM planledger_tracking WHERE projection = %(name)s)"
 )
 
 
@@ -113,6 +125,16 @@ class PostgresViewStore(ViewStore):
                     cursor.execute(INSERT_HISTORY, columns(rows.history))
             if rows.sessions:
                 cursor.execute(UPSERT_SESSIONS, columns(rows.sessions))
+
+    def advance(self, expected_position: int, new_position: int) -> bool:
+        # A row another runner holds (in a batch's transaction) is left to it: SKIP LOCKED,
+        # so no writing process's runner queues behind another's.
+        with self.lock, self.conn.cursor() as cursor:
+            cursor.execute(
+                ADVANCE, {"name": VIEWS, "expected": expected_position, "new": new_position}
+            )
+            moved = cursor.fetchone()
+            return moved is not None and (moved[0] or moved[1] == expected_position)
 
     def between_batches(self) -> None:
         pass  # the server's own checkpointer writes its WAL's pages back

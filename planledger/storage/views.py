@@ -218,8 +218,8 @@ class ViewStore(ABC):
         write_rows(self.execute_many, rows, self.placeholder)
 
     def advance(self, expected_position: int, new_position: int) -> bool:
-        """See ViewStorage.advance: one statement, no transaction held open around it (on
-        PostgreSQL, the runner's commits are asynchronous: the row is held for microseconds)."""
+        """See ViewStorage.advance: one compare-and-set statement (SQLite's writers take turns
+        at its write lock anyway; PostgreSQL's store skips a row another runner holds)."""
         p = self.placeholder
         with self.lock:
             return (
