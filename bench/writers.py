@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import multiprocessing
 import sys
+import tempfile
 import time
 import uuid
 from multiprocessing.synchronize import Barrier
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import common
@@ -43,7 +45,8 @@ class Tally(NamedTuple):
 
 
 def ledger_writer(url: str, seconds: float, barrier: Barrier, tally: Tally, slot: int) -> None:
-    service = open_planledger(url, home=None)
+    url, _, files = url.partition(" ")  # (with a home: plan.json files, and their follower)
+    service = open_planledger(url, home=Path(tempfile.mkdtemp(prefix="writer_")) if files else None)
     prefix, sessions, done = uuid.uuid4().hex[:8], 0, 0
     barrier.wait()
     cpu, deadline = time.process_time(), time.monotonic() + seconds
@@ -114,6 +117,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--writers", default="1,2,4,8,16", help="process counts, comma-separated")
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--waits", type=int, default=0, help="sample pg_stat_activity at N writers")
+    p.add_argument(
+        "--plan-files",
+        action="store_true",
+        help="writers with a home of their own, as open_planledger's default: plan.json files "
+        "and the follower that keeps them (and the views' position) up",
+    )
     args = common.parse(p, argv)
     common.require_postgres(p, args)
     counts = [int(n) for n in args.writers.split(",")]
@@ -131,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
                 raw = measure(raw_writer, conninfo, n, args.seconds)
                 sampled = n == args.waits and round_ == args.rounds - 1
                 sampler = waits.Sampler(conninfo).start() if sampled else None
-                ledger = measure(ledger_writer, url, n, args.seconds)
+                target = f"{url} files" if args.plan_files else url
+                ledger = measure(ledger_writer, target, n, args.seconds)
                 if sampler is not None:
                     waited = dict(sampler.stop().most_common(15))
                     print(waits.report(sampler.counts, sampler.samples), flush=True)
