@@ -45,8 +45,8 @@ class Tally(NamedTuple):
 
 
 def ledger_writer(url: str, seconds: float, barrier: Barrier, tally: Tally, slot: int) -> None:
-    url, _, files = url.partition(" ")  # (with a home: plan.json files, and their follower)
-    service = open_planledger(url, home=Path(tempfile.mkdtemp(prefix="writer_")) if files else None)
+    url, _, home = url.partition(" ")  # (with a home: plan.json files, and their follower)
+    service = open_planledger(url, home=Path(home) if home else None)
     prefix, sessions, done = uuid.uuid4().hex[:8], 0, 0
     barrier.wait()
     cpu, deadline = time.process_time(), time.monotonic() + seconds
@@ -120,8 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--plan-files",
         action="store_true",
-        help="writers with a home of their own, as open_planledger's default: plan.json files "
-        "and the follower that keeps them (and the views' position) up",
+        help="writers with one home, as open_planledger's default (~/.planledger) on one "
+        "machine: plan.json files and, in each process, the follower that keeps them (and "
+        "the views' position) up",
     )
     args = common.parse(p, argv)
     common.require_postgres(p, args)
@@ -130,7 +131,11 @@ def main(argv: list[str] | None = None) -> int:
 
     found: dict[str, dict[int, list[Measured]]] = {"raw": {}, "ledger": {}}
     waited: dict[str, int] = {}
-    with common.fresh_store(args.database, "writers") as url:
+    with (
+        common.fresh_store(args.database, "writers") as url,
+        tempfile.TemporaryDirectory(prefix="writers_home_") as home_folder,
+    ):
+        home = home_folder if args.plan_files else ""
         open_planledger(url, home=None).close()  # the schema, made once
         conninfo = common.search_path(url)
         with psycopg.connect(conninfo, autocommit=True) as conn:
@@ -140,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                 raw = measure(raw_writer, conninfo, n, args.seconds)
                 sampled = n == args.waits and round_ == args.rounds - 1
                 sampler = waits.Sampler(conninfo).start() if sampled else None
-                target = f"{url} files" if args.plan_files else url
+                target = f"{url} {home}" if home else url
                 ledger = measure(ledger_writer, target, n, args.seconds)
                 if sampler is not None:
                     waited = dict(sampler.stop().most_common(15))

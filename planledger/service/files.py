@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from planledger.storage.file_paths import (
+    files_lock,
     files_root,
     position_file,
     read_position,
@@ -145,7 +146,16 @@ class FilesFollower:
                 self._due = False
                 stopping = self._stopping
             try:
-                self.files.sync()
+                # One pass at a time over a home's files: the processes that share it (each
+                # with a follower) take turns, and one that finds a pass running leaves the
+                # files to it and looks again after its interval (8 writing processes each
+                # writing every commit's file cost more CPU than the commits).
+                with files_lock(self.files.root, wait=False) as locked:
+                    if locked:
+                        self.files.sync()
+                if not locked:
+                    with self._changed:
+                        self._due = True
             except Exception as error:  # never fatal: a warning until a later pass succeeds
                 self.files.warnings.append(f"plan.json files not written: {error}")
             if stopping:

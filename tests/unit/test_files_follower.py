@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any, cast
 
 from planledger.service.files import FilesFollower, PlanFiles
+from planledger.storage.file_paths import files_lock
 
 
 class CountingFiles:
@@ -15,6 +18,7 @@ class CountingFiles:
         self.fail = fail
         self.warnings: list[str] = []
         self.synced = threading.Event()
+        self.root = Path(tempfile.mkdtemp(prefix="files_"))  # (where the pass's lock is)
 
     def sync(self) -> int:
         self.passes += 1
@@ -26,6 +30,18 @@ class CountingFiles:
 
 def follower_of(files: CountingFiles, interval: float) -> FilesFollower:
     return FilesFollower(cast(PlanFiles, cast(Any, files)), interval=interval)
+
+
+def test_a_pass_running_in_another_process_is_left_to_it_then_tried_again() -> None:
+    """Processes sharing a home take turns: one finds the lock held, writes nothing, and
+    looks again after its interval."""
+    files = CountingFiles()
+    with files_lock(files.root, wait=True):
+        follower = follower_of(files, interval=0.2)
+        time.sleep(0.5)
+        assert files.passes == 0
+    assert files.synced.wait(2)
+    follower.stop()
 
 
 def test_back_fills_at_start_then_coalesces_a_burst() -> None:
