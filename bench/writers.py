@@ -20,6 +20,7 @@ writers fit in a server's default 100.
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import sys
 import tempfile
@@ -44,8 +45,10 @@ class Tally(NamedTuple):
     cpus: Any  # CPU seconds since the barrier
 
 
-def ledger_writer(url: str, seconds: float, barrier: Barrier, tally: Tally, slot: int) -> None:
-    url, _, home = url.partition(" ")  # (with a home: plan.json files, and their follower)
+def ledger_writer(
+    url: str, seconds: float, barrier: Barrier, tally: Tally, slot: int, home: str | None = None
+) -> None:
+    """(with a `home`: plan.json files, and the follower that keeps them)"""
     service = open_planledger(url, home=Path(home) if home else None)
     prefix, sessions, done = uuid.uuid4().hex[:8], 0, 0
     barrier.wait()
@@ -135,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         common.fresh_store(args.database, "writers") as url,
         tempfile.TemporaryDirectory(prefix="writers_home_") as home_folder,
     ):
-        home = home_folder if args.plan_files else ""
+        home = home_folder if args.plan_files else None
         open_planledger(url, home=None).close()  # the schema, made once
         conninfo = common.search_path(url)
         with psycopg.connect(conninfo, autocommit=True) as conn:
@@ -145,8 +148,8 @@ def main(argv: list[str] | None = None) -> int:
                 raw = measure(raw_writer, conninfo, n, args.seconds)
                 sampled = n == args.waits and round_ == args.rounds - 1
                 sampler = waits.Sampler(conninfo).start() if sampled else None
-                target = f"{url} {home}" if home else url
-                ledger = measure(ledger_writer, target, n, args.seconds)
+                writer = functools.partial(ledger_writer, home=home)
+                ledger = measure(writer, url, n, args.seconds)
                 if sampler is not None:
                     waited = dict(sampler.stop().most_common(15))
                     print(waits.report(sampler.counts, sampler.samples), flush=True)

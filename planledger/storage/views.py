@@ -152,15 +152,9 @@ class ViewStore(ABC):
         return int(rows[0][0] or 0), int(rows[0][1] or 0)
 
     def load_views(self, session_ids: Sequence[str]) -> dict[str, LoadedView]:
-        if not session_ids:
-            return {}
-        marks = ", ".join([self.placeholder] * len(session_ids))
-        with self.lock:
-            rows = self.execute_sql(
-                "SELECT session_id, version, view, corrupt FROM planledger_plan_views "
-                f"WHERE session_id IN ({marks})",
-                list(session_ids),
-            )
+        rows = self._of_sessions(
+            "SELECT session_id, version, view, corrupt FROM planledger_plan_views", session_ids
+        )
         return {
             row[0]: LoadedView(
                 int(row[1]), PlanView.model_validate(json_value(row[2])), row[3] is not None
@@ -169,16 +163,16 @@ class ViewStore(ABC):
         }
 
     def session_versions(self, session_ids: Sequence[str]) -> dict[str, int]:
+        rows = self._of_sessions("SELECT session_id, version FROM planledger_sessions", session_ids)
+        return {str(row[0]): int(row[1]) for row in rows}
+
+    def _of_sessions(self, select: str, session_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """`select`'s rows of these sessions, on the runner's connection."""
         if not session_ids:
-            return {}
+            return []
         marks = ", ".join([self.placeholder] * len(session_ids))
         with self.lock:
-            rows = self.execute_sql(
-                "SELECT session_id, version FROM planledger_sessions "
-                f"WHERE session_id IN ({marks})",
-                list(session_ids),
-            )
-        return {str(row[0]): int(row[1]) for row in rows}
+            return self.execute_sql(f"{select} WHERE session_id IN ({marks})", list(session_ids))
 
     def write_batch(
         self,
