@@ -17,6 +17,7 @@ import contextlib
 import functools
 import operator
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -49,6 +50,9 @@ VIEWS = "views"  # tracking name of the database views (plan view + history)
 FORKED_BATCH = 5_000
 PARALLEL_MIN_EVENTS = FORKED_BATCH
 MAX_WORKERS = 4
+# Seconds a rebuild waits for the events committed before it that an earlier transaction still
+# in flight keeps out of reach (PostgreSQL), so that it folds every one of them.
+SETTLE_WAIT = 3.0
 MAX_WORKER_SESSIONS = 50_000
 
 
@@ -86,6 +90,11 @@ class ViewStorage(Protocol):
     """What the runner needs of the database that holds the views (see planledger.storage)."""
 
     def position(self, name: str) -> int: ...
+    def last_committed(self) -> int:
+        """The highest position of any committed event, also one that read_event_rows does
+        not reach yet (an earlier transaction still in flight)."""
+        ...
+
     def read_event_rows(self, after: int, limit: int) -> list[tuple[Any, ...]]:
         """The event rows (see event_rows) of the events after `after`, in order, never
         skipping one still in flight."""
@@ -588,8 +597,10 @@ class ProjectionRunner:
 
     def rebuild(self, on_batch: Callable[[int, int], None] | None = None) -> int:
         """Drop every view and position, then apply all events again (a large store's with
-        worker processes, see PARALLEL_MIN_EVENTS)."""
+        worker processes, see PARALLEL_MIN_EVENTS), up to the last committed before the call
+        (waiting at most SETTLE_WAIT for it); returns the position reached."""
         self.corrupt.clear()
+        end = self.store.last_committed()
         with self.changed:
             self.position = 0
         # (the workers' exit overlaps with the catch-up and the end of the bulk writes)
@@ -599,7 +610,10 @@ class ProjectionRunner:
                 after.callback(self._rebuild_forked(batches, on_batch).close)
             else:
                 self.store.reset()
-            return self.catch_up(on_batch)
+            deadline = time.monotonic() + SETTLE_WAIT
+            while (reached := self.catch_up(on_batch)) < end and time.monotonic() < deadline:
+                time.sleep(0.005)
+            return reached
 
     def close(self) -> None:
         self.store.close()

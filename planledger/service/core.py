@@ -7,6 +7,7 @@ its own codes. It never builds a ledger, a store or a runner of its own.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import deque
@@ -440,23 +441,29 @@ class PlanLedger:
     # -- plumbing ---------------------------------------------------------------------------
 
     def catch_up(self) -> int:
-        """Bring the views and their position up to the store (the views are behind only
-        after a rebuild, a schema change, or events written without views; on PostgreSQL
-        writers leave the position to the runner); returns the position reached."""
+        """Bring the views and their position up to every event committed before the call
+        (the views are behind only after a rebuild, a schema change, or events written
+        without views; on PostgreSQL writers leave the position to the runner, and an earlier
+        transaction still in flight anywhere on the server holds the runner back for as long
+        as it lasts, at most CATCH_UP_WAIT here); returns the position reached."""
+        return self._catch_up_to(self.views.last_committed())
+
+    def _catch_up_once(self) -> int:
         with self._runner_lock:
             return self.runner.catch_up()
 
-    def _catch_up_to(self, position: int) -> None:
-        """Catch the views up to `position` at least (a write whose views were not stored
-        with it is read back at once; on PostgreSQL an earlier transaction still in flight
-        holds the runner back for as long as it lasts), or until CATCH_UP_WAIT passes."""
+    def _catch_up_to(self, position: int) -> int:
+        """Catch the views up to `position` at least, or until CATCH_UP_WAIT passes (then
+        the transactions holding the runner back are said after the command); the position
+        reached."""
         deadline = time.monotonic() + CATCH_UP_WAIT
-        while self.catch_up() < position:
+        while (reached := self._catch_up_once()) < position:
             if time.monotonic() >= deadline:
                 # said after the command, with its other warnings
                 self._notes.extend(self._held_back(0))
-                return
+                return reached
             time.sleep(0.005)
+        return reached
 
     def _catch_up_if_behind(self) -> bool:
         """Catch the views up if they are behind the store; whether they were. A process that
@@ -466,7 +473,7 @@ class PlanLedger:
         reached, last = self.views.status()
         if reached < last:
             try:
-                self.catch_up()
+                self._catch_up_once()
             except Exception as error:
                 if not may_not_write(error):
                     raise
@@ -560,6 +567,10 @@ class PlanLedger:
         if self._signal is not None:
             self._signal.stop()
             if self._files_follower is not None:
+                # The views' position past this process's commits, which the files follow
+                # (a connection that may not write, a database gone: another process's pass).
+                with contextlib.suppress(Exception):
+                    self.catch_up()
                 self._files_follower.due()  # commits its thread has not seen yet: written now
                 self._files_follower.stop()
             self._signal_store.close()

@@ -150,7 +150,8 @@ class FilesFollower:
                 # with a follower) take turns, and one that finds a pass running leaves the
                 # files to it and looks again after its interval (8 writing processes each
                 # writing every commit's file cost more CPU than the commits).
-                with files_lock(self.files.root, wait=False) as locked:
+                # The last pass, on stopping, waits its turn (nothing left unwritten).
+                with files_lock(self.files.root, wait=stopping) as locked:
                     if locked:
                         self.files.sync()
                 if not locked:

@@ -124,6 +124,12 @@ class ViewStore(ABC):
             )
         return int(rows[0][0] or 0)
 
+    def last_committed(self) -> int:
+        """The highest position of any committed event, settled or not (on PostgreSQL it may
+        lie above the horizon: a reader reaches it once the transactions before it end)."""
+        rows = self._query(f"SELECT MAX({self.id_column}) FROM {self.events_table}")
+        return int(rows[0][0] or 0)
+
     def event_count(self) -> int:
         """How many events the store holds (those a reader may pass)."""
         rows = self._query(f"SELECT COUNT(*) FROM {self.events_table} WHERE {self.settled}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -17,6 +18,20 @@ import pytest
 
 from domain.chain import GENESIS, link
 from domain.errors import CorruptHistory
+from planledger.storage.views import ViewStore
+
+SETTLE_WAIT = 20.0  # seconds another test's transaction may hold the horizon back
+
+
+def settled(views: ViewStore) -> int:
+    """Wait until every event committed so far is one a reader of the store's order may pass
+    (on PostgreSQL a transaction in flight anywhere on the server, another test's, holds the
+    horizon back); the last position."""
+    deadline = time.monotonic() + SETTLE_WAIT
+    while (reached := views.max_notification_id()) < views.last_committed():
+        assert time.monotonic() < deadline, f"held back: {views.horizon_holders(0)}"
+        time.sleep(0.005)
+    return reached
 
 
 def corrupt_at(read: Callable[[], object]) -> tuple[int, str]:

@@ -23,6 +23,7 @@ from tests.integration.storage import (
     delete_events,
     edit_event,
     insert_before,
+    settled,
     swap_states,
 )
 
@@ -46,6 +47,7 @@ def ledger(database_url: str) -> Iterator[PlanLedger]:
         app.submit(sid, codex(("Look", "completed"), ("Fix", "in_progress"), explanation="why"))
         app.submit(sid, codex(("Look", "in_progress"), ("Fix", "in_progress")))  # rejected
         app.submit(sid, codex(("Look", "completed"), ("Fix", "completed")))
+    settled(app.views)
     yield app
     app.close()
 
@@ -228,6 +230,7 @@ def test_a_session_event_inserted_after_the_views_caught_up_marks_its_session_co
     ledger.catch_up()
     opened = rows(database_url, "session:s1")[0]
     insert_before(database_url, "session:s1", 2, opened.topic, opened.state, opened.chain)
+    settled(ledger.views)
     fresh = new_ledger(database_url)  # its catch-up meets the inserted event
     assert fresh.runner.corrupt["s1"].rule == "chain_broken"
     assert fresh.runner.corrupt["s1"].position == 2

@@ -15,7 +15,7 @@ from planledger.service import PlanLedger, open_planledger
 from planledger.storage.stores import open_store
 from projections import runner as runner_module
 from projections.runner import Known, ProjectionRunner, event_rows
-from tests.integration.storage import edit_event
+from tests.integration.storage import edit_event, settled
 from tests.integration.test_projections import insert_raw, plan
 
 SESSIONS = [f"f{n}" for n in range(12)]
@@ -46,6 +46,7 @@ def store(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[PlanLe
     insert_raw(database_url, "plan:f7", 99, "domain.plan:Plan.PlanCommitted", b"{not json")
     monkeypatch.setattr(runner_module, "PARALLEL_MIN_EVENTS", 0)
     monkeypatch.setattr(runner_module, "FORKED_BATCH", 7)
+    settled(service.views)
     yield service
     service.close()
 
@@ -199,6 +200,7 @@ def test_the_shares_of_a_batch_hold_each_event_once_a_session_in_one(
         insert_raw(database_url, f"plan:{session_id}", 1, created, b"{}")
         insert_raw(database_url, f"session:{session_id}", 1, created, b"{}")
     views = store.views
+    settled(views)
     events, last = views.batch_bounds(0, 10_000)
     assert events == len(views.read_event_rows(0, 10_000)) and last == views.status()[1]
     assert views.batch_bounds(last, 5) == (0, last)

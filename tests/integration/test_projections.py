@@ -23,7 +23,7 @@ from projections.plan_json import read_plan_file
 from projections.plan_view import plan_view
 from projections.runner import VIEWS, Known, ProjectionRunner, StaleBatch, event_rows
 from projections.shapes import CorruptMark
-from tests.integration.storage import chain_again, read_state
+from tests.integration.storage import chain_again, read_state, settled
 
 PLAN_CREATED = "domain.plan:Plan.PlanCreated"
 
@@ -42,6 +42,7 @@ def seeded(url: str) -> PlanLedger:
         service.submit(session_id, plan("b", "b"))  # rejected: duplicate id
     service.start_goal("s1", "g", "Ship it")
     service.set_mode("s2", "plan")
+    settled(service.views)
     return service
 
 
@@ -60,6 +61,8 @@ def pg_ledger(postgres_url: str) -> Iterator[PlanLedger]:
 
 
 def runner_for(service: PlanLedger, batch_size: int = 1000) -> ProjectionRunner:
+    """A runner of its own, once every event written so far may be read (settled)."""
+    settled(service.views)
     store = open_store(service.database)
     return ProjectionRunner(store, service.ledger.mapper, batch_size=batch_size)
 
@@ -357,6 +360,7 @@ def test_in_flight_lower_id_is_not_skipped(pg_ledger: PlanLedger, postgres_url: 
         assert runner.position < low
         assert pg_ledger.views.plan_view("fast") is None
         slow.commit()
+    settled(pg_ledger.views)
     runner.catch_up()
     assert runner.position == high
     assert pg_ledger.views.plan_view("slow") is not None

@@ -25,6 +25,7 @@ from tests.integration.storage import (
     delete_events,
     edit_event,
     insert_before,
+    settled,
     swap_states,
 )
 from tests.integration.test_chain import rows
@@ -49,6 +50,7 @@ def ledger(database_url: str) -> Iterator[PlanLedger]:
         for status, goal in (("in_progress", None), ("completed", "g")):
             decision = app.submit(sid, strict(status, goal))
             assert decision.status == "committed", decision
+    settled(app.views)
     yield app
     app.close()
 
