@@ -17,6 +17,7 @@ import psycopg
 
 from planledger.service import PlanLedger, core
 from planledger.storage.settings import database_settings, postgres_conninfo
+from tests.integration.storage import settled as wait_settled
 
 WRITERS = 4
 COMMITS = 12
@@ -127,6 +128,7 @@ def test_no_reader_passes_a_transaction_still_in_flight(
     then each reads its row before the other's."""
     writer, reader = new_ledger(postgres_url), new_ledger(postgres_url)
     writer.open_session("before")
+    wait_settled(reader.views)
     settled = reader.health().store_position
     assert [row[0] for row in reader.views.read_event_rows(0, 100)][-1] == settled
     schema = postgres_url.rpartition("=")[2]
@@ -137,13 +139,14 @@ def test_no_reader_passes_a_transaction_still_in_flight(
             "RETURNING notification_id"
         )
         writer.submit("before", revision_plan(0))  # commits while `held` is in flight
-        reader.catch_up()
+        reader.runner.catch_up()  # (the ledger's catch-up would wait out CATCH_UP_WAIT)
         assert reader.health().store_position == settled
         assert reader.views.batch_bounds(settled, 100) == (0, settled)
         assert reader.views.read_event_rows(settled, 100) == []
         assert reader.events_after(0, "before") == []  # the feed waits too
         assert reader.plan("before").revision == 1  # (the writer stored its views)
         held.commit()
+    wait_settled(reader.views)
     rows = reader.views.read_event_rows(settled, 100)
     assert [row[1] for row in rows] == ["held", "plan:before", "plan:before"]
     reader.catch_up()
