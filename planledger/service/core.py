@@ -537,21 +537,36 @@ class PlanLedger:
                 checked_at = 0.0
                 unchecked = False
 
+                leading = False
+
                 def wait_for_change(timeout: float) -> bool:
-                    # At most one catch-up per CHECK_INTERVAL, not one per commit.
-                    nonlocal checked_at, unchecked
+                    # One process per store (the leader) catches up after every writer, at
+                    # most once per CHECK_INTERVAL, and then wakes the others, whose feeds
+                    # and files follow the position it moved (each catching up after every
+                    # commit would redo the leader's work N times).
+                    nonlocal checked_at, unchecked, leading
                     if unchecked:  # a change not caught up yet: wait no longer than that
                         left = checked_at + CHECK_INTERVAL - time.monotonic()
                         timeout = max(0.0, min(timeout, left))
                     changed = store.wait_for_events(timeout)
-                    if changed or unchecked:
+                    if store.leads_followers() != leading:
+                        leading = not leading
+                        changed = True  # (a new leader catches up what the last one left)
+                    if leading and (changed or unchecked):
                         now = time.monotonic()
                         deferred, unchecked = unchecked, now - checked_at < CHECK_INTERVAL
                         if not unchecked:
                             checked_at = now
                             # A change put off is a change, also when another process moved
                             # the views' position meanwhile (nothing left to catch up here).
-                            changed = self._catch_up_if_behind() or changed or deferred
+                            if self._catch_up_if_behind():
+                                store.wake_followers()
+                                changed = True
+                            changed = changed or deferred
+                            # Events kept above the horizon (an earlier transaction still in
+                            # flight): looked at again after CHECK_INTERVAL, not at the next
+                            # commit, which may never come.
+                            unchecked = self.views.events_past_views()
                     if changed and follower is not None:
                         follower.due()
                     return changed

@@ -4,6 +4,7 @@ after the database restarts or a backend is terminated."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -67,6 +68,18 @@ ADVANCE = (
 )
 
 
+# One follower per store moves the views' position: the holder of this session-level advisory
+# lock on its listening connection (released when that connection ends). A connection that may
+# not move the position never takes it. (The set-up's lock is another key: schema.py.)
+LEAD = (
+    "SELECT CASE WHEN NOT pg_is_in_recovery() AND has_table_privilege(%(tracking)s, 'UPDATE') "
+    "THEN pg_try_advisory_lock(%(key)s, hashtext(%(tracking)s)) ELSE false END"
+)
+LEAD_KEY = 0x706C  # the advisory lock's first key ("pl"); the second is the store's
+LEAD_RETRY = 1.0  # seconds between a follower's tries to lead
+WAKE_CHANNEL = "planledger_views"  # the leader's: the views' position moved
+
+
 class PostgresViewStore(ViewStore):
     settled = f"notification_id < {HORIZON}"
 
@@ -79,6 +92,9 @@ class PostgresViewStore(ViewStore):
         self.channel = "planledger_events"  # the library NOTIFYs this channel on every insert
         self._conn: psycopg.Connection[Any] | None = None  # the runner's, opened on first use
         self.listener: psycopg.Connection[Any] | None = None
+        self._leading_on: psycopg.Connection[Any] | None = None  # the listener that leads
+        self._following_on: psycopg.Connection[Any] | None = None  # one that follows it
+        self._lead_tried = -LEAD_RETRY
         # Connections are made on demand (a one-shot command opens one); a broken one is
         # discarded when it goes back, so reads heal after the database restarts.
         self.readers = ConnectionPool(
@@ -266,6 +282,36 @@ class PostgresViewStore(ViewStore):
                 self.listener.close()
             self.listener = None
             raise
+
+    def leads_followers(self) -> bool:
+        """Whether this follower leads (see LEAD), tried again at most every LEAD_RETRY
+        seconds. The leader listens for every commit; the others only for its wake-ups
+        (wake_followers), so that a commit does not wake every process on the store."""
+        listener = self.listener
+        if listener is None:
+            return False
+        if self._leading_on is listener:
+            return True
+        now = time.monotonic()
+        if now - self._lead_tried < LEAD_RETRY:
+            return False
+        self._lead_tried = now
+        tracking = f'"{self.schema}".planledger_tracking'
+        row = listener.execute(LEAD, {"tracking": tracking, "key": LEAD_KEY}).fetchone()
+        leads = bool(row is not None and row[0])
+        if leads:
+            self._leading_on = listener
+            listener.execute(f"LISTEN {self.channel}")  # (again, after following)
+            listener.execute(f"UNLISTEN {WAKE_CHANNEL}")
+        elif self._following_on is not listener:
+            self._following_on = listener
+            listener.execute(f"LISTEN {WAKE_CHANNEL}")
+            listener.execute(f"UNLISTEN {self.channel}")
+        return leads
+
+    def wake_followers(self) -> None:
+        if self.listener is not None:
+            self.listener.execute(f"NOTIFY {WAKE_CHANNEL}")
 
     def close(self) -> None:
         self.readers.close()

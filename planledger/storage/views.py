@@ -83,6 +83,16 @@ class ViewStore(ABC):
         """Return when new events may have been committed (True), or after `timeout` seconds
         with no sign of any (False)."""
 
+    def leads_followers(self) -> bool:
+        """Whether this process's follower (waiting in wait_for_events) is the one that moves
+        the views' position after other processes' commits: on SQLite each one does."""
+        return True
+
+    def wake_followers(self) -> None:
+        """Wake the followers of other processes (the views' position moved): on SQLite
+        they see the file change (wait_for_events)."""
+        return None
+
     @abstractmethod
     def close(self) -> None:
         """Close every connection."""
@@ -129,6 +139,15 @@ class ViewStore(ABC):
         lie above the horizon: a reader reaches it once the transactions before it end)."""
         rows = self._query(f"SELECT MAX({self.id_column}) FROM {self.events_table}")
         return int(rows[0][0] or 0)
+
+    def events_past_views(self) -> bool:
+        """Whether committed events lie past the views' position (on PostgreSQL also those an
+        earlier transaction still in flight keeps above the horizon)."""
+        rows = self._query(
+            f"SELECT (SELECT MAX({self.id_column}) FROM {self.events_table}) > "
+            f"(SELECT position FROM planledger_tracking WHERE projection = '{VIEWS}')"
+        )
+        return bool(rows[0][0])
 
     def event_count(self) -> int:
         """How many events the store holds (those a reader may pass)."""
