@@ -234,11 +234,11 @@ def planledger() -> str:
 # -- the workload -----------------------------------------------------------------------------
 
 
-def plan(revision: int) -> dict[str, Any]:
-    """Revision `revision` (1-6) of a 5-step strict-form plan: steps before it completed, it in
-    progress, `expected_revision` set."""
+def plan(revision: int, steps_in_plan: int = 5) -> dict[str, Any]:
+    """Revision `revision` (1-6) of a strict-form plan of `steps_in_plan` steps: steps before
+    it completed, it in progress, `expected_revision` set."""
     steps = []
-    for k in range(1, 6):
+    for k in range(1, steps_in_plan + 1):
         status = "completed" if k < revision else "in_progress" if k == revision else "pending"
         steps.append({"id": f"s{k}", "title": f"Step {k} of the work", "status": status})
     return {"title": "Bench plan", "expected_revision": revision - 1, "steps": steps}
