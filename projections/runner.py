@@ -50,10 +50,10 @@ VIEWS = "views"  # tracking name of the database views (plan view + history)
 FORKED_BATCH = 5_000
 PARALLEL_MIN_EVENTS = FORKED_BATCH
 MAX_WORKERS = 4
+MAX_WORKER_SESSIONS = 50_000
 # Seconds a rebuild waits for the events committed before it that an earlier transaction still
 # in flight keeps out of reach (PostgreSQL), so that it folds every one of them.
 SETTLE_WAIT = 3.0
-MAX_WORKER_SESSIONS = 50_000
 
 
 class StaleBatch(Exception):

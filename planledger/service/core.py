@@ -536,23 +536,23 @@ class PlanLedger:
                 follower = FilesFollower(self.files) if self.files is not None else None
                 checked_at = 0.0
                 unchecked = False
-
                 leading = False
+                recheck = False  # events wait above the horizon: catch up again soon
 
                 def wait_for_change(timeout: float) -> bool:
                     # One process per store (the leader) catches up after every writer, at
                     # most once per CHECK_INTERVAL, and then wakes the others, whose feeds
                     # and files follow the position it moved (each catching up after every
                     # commit would redo the leader's work N times).
-                    nonlocal checked_at, unchecked, leading
-                    if unchecked:  # a change not caught up yet: wait no longer than that
+                    nonlocal checked_at, unchecked, leading, recheck
+                    if unchecked or recheck:  # not caught up yet: wait no longer than that
                         left = checked_at + CHECK_INTERVAL - time.monotonic()
                         timeout = max(0.0, min(timeout, left))
                     changed = store.wait_for_events(timeout)
                     if store.leads_followers() != leading:
                         leading = not leading
                         changed = True  # (a new leader catches up what the last one left)
-                    if leading and (changed or unchecked):
+                    if leading and (changed or unchecked or recheck):
                         now = time.monotonic()
                         deferred, unchecked = unchecked, now - checked_at < CHECK_INTERVAL
                         if not unchecked:
@@ -565,8 +565,8 @@ class PlanLedger:
                             changed = changed or deferred
                             # Events kept above the horizon (an earlier transaction still in
                             # flight): looked at again after CHECK_INTERVAL, not at the next
-                            # commit, which may never come.
-                            unchecked = self.views.events_past_views()
+                            # commit, which may never come (no change until they are passed).
+                            recheck = self.views.events_past_views()
                     if changed and follower is not None:
                         follower.due()
                     return changed

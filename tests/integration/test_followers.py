@@ -6,6 +6,7 @@ takes it."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable
 
@@ -90,3 +91,20 @@ def test_a_follower_that_may_not_write_never_leads(
     leader.follow_files()
     wait_until(lambda: leaders(postgres_url) == 1, "the follower that may write did not lead")
     commit_reaches_every_feed(writer, [leader, reader], 0)
+
+
+def test_a_commit_held_above_the_horizon_reaches_the_feeds_once_the_hold_ends(
+    postgres_url: str, new_ledger: Callable[[str], PlanLedger]
+) -> None:
+    """The leader looks again while events wait above the horizon: a commit made while an
+    earlier transaction was in flight reaches the feeds when that one ends, with no later
+    commit to wake anyone."""
+    writer = new_ledger(postgres_url)
+    writer.open_session("s")
+    leader = new_ledger(postgres_url)
+    leader.follow_files()
+    wait_until(lambda: leaders(postgres_url) == 1, "no follower took the lead")
+    with psycopg.connect(postgres_conninfo(database_settings(postgres_url))) as held:
+        held.execute("SELECT pg_current_xact_id()")  # in flight, below the next commit
+        threading.Timer(0.5, held.commit).start()
+        commit_reaches_every_feed(writer, [leader], 0)
