@@ -56,6 +56,9 @@ FEED_BATCH = 500
 # position past the events that writers stored with their views (and applies those stored
 # without): the live feed and the plan.json files follow that position.
 CHECK_INTERVAL = 0.05
+# seconds: the leader looks at the store this often with no wake-up at all (one lost with the
+# process that committed: planledger.storage.commit_notifier)
+IDLE_CHECK = 1.0
 CATCH_UP_WAIT = 3.0  # seconds a write waits for the views to reach it (then reads may lag)
 # A transaction holding the readers of the store's order back (planledger.storage.horizon) for
 # longer than this is a health warning.
@@ -552,8 +555,9 @@ class PlanLedger:
                     if store.leads_followers() != leading:
                         leading = not leading
                         changed = True  # (a new leader catches up what the last one left)
-                    if leading and (changed or unchecked or recheck):
-                        now = time.monotonic()
+                    now = time.monotonic()
+                    idle = now - checked_at >= IDLE_CHECK
+                    if leading and (changed or unchecked or recheck or idle):
                         deferred, unchecked = unchecked, now - checked_at < CHECK_INTERVAL
                         if not unchecked:
                             checked_at = now

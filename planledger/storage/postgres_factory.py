@@ -5,15 +5,19 @@ The library's pool waits POSTGRES_CONNECT_TIMEOUT for a connection, connects wit
 and retries a lost server with backoff for 5 minutes, and its recorders retry each read 10
 times (about 25 s in all on a lost server): our recorders read once (postgres_reads), and the
 service's `heals` retries within its bound. The pool's `kwargs`, `timeout` and
-`reconnect_timeout` set here are psycopg_pool's public attributes."""
+`reconnect_timeout` set here are psycopg_pool's public attributes. Closing sends the wake-up
+that the application recorder's last commits are still due (planledger.storage.commit_notifier)
+before the connections close."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from eventsourcing.persistence import ApplicationRecorder
 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresFactory
 from eventsourcing.utils import Environment, EnvType
 
+from planledger.storage.commit_notifier import CommitNotifier
 from planledger.storage.postgres_reads import EventsReadOnce, OnceReads
 from planledger.storage.settings import CONNECT_TIMEOUT, POOL_TIMEOUT
 
@@ -36,3 +40,16 @@ class BoundedPostgresFactory(PostgresFactory):
         pool.kwargs["connect_timeout"] = CONNECT_TIMEOUT
         pool.timeout = POOL_TIMEOUT
         pool.reconnect_timeout = POOL_TIMEOUT
+        self.notifiers: list[CommitNotifier] = []
+
+    def application_recorder(self) -> ApplicationRecorder:
+        recorder = super().application_recorder()
+        notifier = getattr(recorder, "notifier", None)  # (ours: postgres_recorder)
+        if isinstance(notifier, CommitNotifier):
+            self.notifiers.append(notifier)
+        return recorder
+
+    def close(self) -> None:
+        for notifier in self.notifiers:
+            notifier.close()
+        super().close()

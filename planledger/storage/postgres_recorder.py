@@ -5,7 +5,8 @@ started writing; readers of the store-wide order only read below the oldest tran
 in flight (planledger.storage.horizon), so no reader passes a row that commits later. A
 session's views are stored with its events when its view is at the event before them (per
 session: no store-wide row is written); the projection runner moves the tracking position.
-The INSERT-with-views statement is a transaction of its own, and a NOTIFY follows in another.
+The INSERT-with-views statement is a transaction of its own; the NOTIFY that wakes the store's
+follower is sent after it, off the writer's path (planledger.storage.commit_notifier).
 A duplicate (originator_id, originator_version) still raises the library's IntegrityError: two
 writers of one revision never both commit.
 """
@@ -20,6 +21,7 @@ from eventsourcing.persistence import Notification, StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg import sql
 
+from planledger.storage.commit_notifier import CommitNotifier
 from planledger.storage.horizon import MAX_EVENTS_PER_WRITE, XACT_BASE
 from planledger.storage.known_chains import KnownChains
 from planledger.storage.postgres_reads import EventsReadOnce, OnceReads
@@ -41,8 +43,9 @@ class ViewsPostgresRecorder(EventsReadOnce, PostgresApplicationRecorder):
             sql.SQL("ALTER TABLE {0} ADD COLUMN IF NOT EXISTS chain text").format(table)
         )
         self.known_chains = KnownChains()
-        # Each write shape's INSERT-with-views statement and the NOTIFY, rendered (statements).
-        self.rendered: dict[tuple[int, ...], tuple[bytes, bytes]] = {}
+        # Each write shape's INSERT-with-views statement, rendered (statements).
+        self.rendered: dict[tuple[int, ...], bytes] = {}
+        self.notifier = CommitNotifier(self.notify)
         # Each read tried once: the service's `heals` retries within its bound (postgres_reads).
         self.reads = OnceReads(self.datastore, self.events_table_name)
 
@@ -103,19 +106,12 @@ class ViewsPostgresRecorder(EventsReadOnce, PostgresApplicationRecorder):
         error: Exception | None = None
         result: list[tuple[int, int, str | None]] = []
         with self.datastore.get_connection() as conn:
-            insert, notify = self.statements(conn, shape)
+            insert = self.statement(conn, shape)
             with conn.cursor(row_factory=psycopg.rows.tuple_row) as cur:
                 try:
                     # One statement, so a transaction of its own (the connection commits every
                     # statement): no BEGIN and COMMIT to send.
                     result = cur.execute(insert, params, prepare=True).fetchall()
-                    # Followers are woken by a transaction of its own: a transaction that
-                    # notifies holds a database-wide lock from its commit's start to its end,
-                    # WAL flush included, so writers that notified would commit one at a time.
-                    # (Not sent when the insert failed: it raised.) Two plain executes: a
-                    # pipeline, which must sync between the two, costs the same two round
-                    # trips and about 70 us more of this process's CPU.
-                    cur.execute(notify, prepare=True)
                 except Exception as caught:  # re-raised below, after the cursor closed
                     error = caught
             if error is not None:
@@ -124,6 +120,7 @@ class ViewsPostgresRecorder(EventsReadOnce, PostgresApplicationRecorder):
                 ):
                     conn.rollback()
                 raise error  # get_connection() turns psycopg errors into the library's
+        self.notifier.committed()
         self.known_chains.stored(stored_events, [row[2] for row in result])
         if views is not None:  # every session's views stored with its events
             views.applied = bool(result) and result[0][1] == len(tables[1])
@@ -143,18 +140,21 @@ class ViewsPostgresRecorder(EventsReadOnce, PostgresApplicationRecorder):
             rows: list[Any] = cursor.execute(statement, (originator_id,)).fetchall()
         return [ChainedEvent(o, v, t, bytes(s), h, at) for o, v, t, s, h, at in rows]
 
-    def statements(self, conn: Any, shape: tuple[int, ...]) -> tuple[bytes, bytes]:
-        """The INSERT-with-views statement for this shape of write and the NOTIFY, rendered
-        once as bytes (psycopg would otherwise compose them on every execute)."""
-        cache = self.rendered
-        rendered = cache.get(shape)
+    def statement(self, conn: Any, shape: tuple[int, ...]) -> bytes:
+        """The INSERT-with-views statement for this shape of write, rendered once as bytes
+        (psycopg would otherwise compose it on every execute)."""
+        rendered = self.rendered.get(shape)
         if rendered is None:
-            statement = insert_with_views(
-                self.datastore.schema, self.events_table_name, shape
-            ).as_bytes(conn)
-            notify = sql.SQL("SELECT pg_notify({0}, '')").format(sql.Literal(self.channel_name))
-            rendered = cache[shape] = (statement, notify.as_bytes(conn))
+            statement = insert_with_views(self.datastore.schema, self.events_table_name, shape)
+            rendered = self.rendered[shape] = statement.as_bytes(conn)
         return rendered
+
+    def notify(self) -> None:
+        """Wake the store's follower, in a transaction of its own: a transaction that
+        notifies holds a database-wide lock from its commit's start to its end, WAL flush
+        included, so writers that notified in theirs would commit one at a time."""
+        with self.datastore.get_connection() as conn:
+            conn.execute(sql.SQL("NOTIFY {0}").format(sql.Identifier(self.channel_name)))
 
 
 # A write of more rows than this sends each table's rows as one array per column, in a

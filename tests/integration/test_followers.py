@@ -1,7 +1,7 @@
 """Long-running processes on one PostgreSQL store: one follower (the holder of an advisory
 lock) catches the views up after every writer and wakes the others, whose feeds follow the
 position it moved; when it ends, another takes the lead; a role that may not write never
-takes it."""
+takes it; a lost wake-up delays the feeds by at most the leader's IDLE_CHECK."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from collections.abc import Callable
 import psycopg
 
 from planledger.service import PlanLedger
+from planledger.storage.commit_notifier import CommitNotifier
+from planledger.storage.postgres_recorder import ViewsPostgresRecorder
 from planledger.storage.postgres_views import LEAD_KEY
 from planledger.storage.settings import database_settings, postgres_conninfo
 from tests.conftest import as_reader
@@ -108,3 +110,19 @@ def test_a_commit_held_above_the_horizon_reaches_the_feeds_once_the_hold_ends(
         held.execute("SELECT pg_current_xact_id()")  # in flight, below the next commit
         threading.Timer(0.5, held.commit).start()
         commit_reaches_every_feed(writer, [leader], 0)
+
+
+def test_a_commit_whose_wake_up_was_lost_reaches_the_feeds(
+    postgres_url: str, new_ledger: Callable[[str], PlanLedger]
+) -> None:
+    """A writer killed between its commit and its NOTIFY (here: one that never sends) leaves
+    no wake-up: the leader still looks at the store every IDLE_CHECK seconds."""
+    writer = new_ledger(postgres_url)
+    recorder = writer.ledger.recorder
+    assert isinstance(recorder, ViewsPostgresRecorder)
+    recorder.notifier = CommitNotifier(lambda: None)
+    writer.open_session("s")
+    leader = new_ledger(postgres_url)
+    leader.follow_files()
+    wait_until(lambda: leaders(postgres_url) == 1, "no follower took the lead")
+    commit_reaches_every_feed(writer, [leader], 0)
