@@ -41,8 +41,8 @@ import common
 from shapes import write_corpus
 from verify_rebuild import bare_decode, rebuild, verify
 
-from planledger.importers import import_paths
 from planledger.importers.parallel import shares_wanted
+from planledger.importers.run import import_paths
 from planledger.service import open_planledger
 
 SEED = 22

@@ -18,8 +18,9 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from planledger.importers import Agent, ImportReport, import_paths
 from planledger.importers.parallel import shares_wanted
+from planledger.importers.report import ImportReport
+from planledger.importers.run import Agent, import_paths
 from planledger.service import PlanLedger
 
 EXIT_UNREADABLE = 2

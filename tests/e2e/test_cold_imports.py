@@ -1,7 +1,8 @@
 """The import budget of the commands an agent runs on every tool call: cold, on SQLite, `plan
 show`, `plan update` and `hook` import none of the modules other commands need (the HTTP
-server, the terminal UI, MCP, ACP, rich, PostgreSQL, the signing keys, the bulk workers). Checked
-by name from `sys.modules` at the process's exit, not by timing."""
+server, the terminal UI, MCP, ACP, rich, PostgreSQL, the signing keys, the bulk workers); a
+hook on a call that is not a plan call opens no service and imports no importer. Checked by
+name from `sys.modules` at the process's exit, not by timing."""
 
 from __future__ import annotations
 
@@ -96,3 +97,12 @@ def test_a_hook_imports_nothing_heavy(tmp_path: Path) -> None:
     modules = imported(tmp_path, ["hook", "claude-code"], event)
     assert "planledger.clients.hooks.claude_code" in modules
     assert heavy_in(modules) == []
+
+
+def test_a_hook_on_a_call_that_is_not_a_plan_call_opens_no_service(tmp_path: Path) -> None:
+    event = {"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Bash"}
+    modules = imported(tmp_path, ["hook", "claude-code"], json.dumps(event))
+    assert "planledger.clients.hooks.claude_code" in modules
+    assert heavy_in(modules) == []
+    assert "planledger.service.ledger" not in modules
+    assert "planledger.importers.run" not in modules

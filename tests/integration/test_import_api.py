@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planledger.importers import import_paths
+from planledger.importers.run import import_paths
 from planledger.service import open_planledger
 from tests.rollouts import Rollout, plan_args
 

@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 
 from domain.errors import CorruptHistory
 from domain.ids import plan_aggregate_id
-from planledger.importers import import_paths, lines, run
+from planledger.importers import lines, run
 from planledger.importers.lines import describe, records
 from planledger.importers.parallel import ShareFailed, in_shares
 from planledger.importers.report import MAX_LISTED, ErrorLog, LineError
+from planledger.importers.run import import_paths
 from planledger.service import Call, open_planledger
 from tests.claude_transcripts import Transcript
 from tests.rollouts import Rollout, plan_args

@@ -354,7 +354,7 @@ def import_transcript(event: Event, context: HookContext) -> None:
     subagents = path.parent / path.stem / "subagents"
     if subagents.is_dir():
         paths.append(subagents)
-    from planledger.importers import import_paths
+    from planledger.importers.run import import_paths
 
     shared = os.environ.get(TASK_LIST_ENV, "").strip()
     report = import_paths(

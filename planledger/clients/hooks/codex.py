@@ -187,7 +187,7 @@ def import_rollout(event: Event, context: HookContext) -> None:
     transcript = event.get("transcript_path")
     if not isinstance(transcript, str) or not transcript:
         return  # Codex sends null for a session without a rollout file (ephemeral)
-    from planledger.importers import import_paths
+    from planledger.importers.run import import_paths
 
     report = import_paths(context.service(), "codex", [Path(transcript)], source=SOURCE)
     if report.errors:
