@@ -115,10 +115,11 @@ def test_compress_given_with_the_resume_runs_and_the_plan_comes_back_once(
     agent = gemini(script(**{"Go on": [Reply(text="Going on.")]}))
     agent.run("Plan the parser")
     before = len(agent.model.requests)
-    agent.run("/compress", "--resume", "latest")
+    run = agent.run("/compress", "--resume", "latest")
 
     compressing = [r for r in agent.model.requests[before:] if not r.conversation.tools]
-    assert compressing, "the slash command did not run: no compression request"
+    # (failed once in a loaded full run, not since: what Gemini said is kept for next time)
+    assert compressing, ("the slash command did not run", run.stdout[-2000:], run.stderr[-2000:])
     assert all("/compress" not in p for r in compressing for p in r.conversation.prompts()[:2])
     agent.run("Go on", "--resume", "latest")
     after = agent.model.requests[-1].conversation
