@@ -28,7 +28,7 @@ from domain.session import Session
 from planledger.service.results import Problem
 from planledger.storage.scan import ChainedEvent, scan_events, session_events_of, split_points
 from planledger.storage.settings import DatabaseSettings
-from projections.decode import PlanEventDecoder, bulk_mapper
+from projections.decode import PlanEventDecoder
 from projections.forked import ForkedWorkers, WorkerFailed, can_fork
 from projections.gc_pause import paused_gc
 
@@ -231,7 +231,6 @@ def replay_range(
     if starts is None:
         starts = store_goal_starts(database, mapper)
     decoder = PlanEventDecoder(mapper)
-    session_mapper = bulk_mapper(mapper)
     events = scan_events(database, lower, upper)
     with paused_gc():  # a replay makes no cycles: the collector would only re-scan the heap
         for originator_id, stream in itertools.groupby(events, key=_originator):
@@ -242,7 +241,7 @@ def replay_range(
                 goals = starts.get(session_id, NO_STARTS)
                 plans[session_id] = replayed_plan(session_id, stream, decoder, chained, goals)
             elif kind == "session":
-                sessions[session_id] = replayed(session_id, stream, session_mapper, chained)
+                sessions[session_id] = replayed(session_id, stream, mapper, chained)
     return sessions, plans
 
 
