@@ -29,6 +29,7 @@ from domain.ids import validate_id
 from domain.session import Mode, Origin
 from planledger.service.feed import ChangeSignal, FeedEvent
 from planledger.service.files import FilesFollower, PlanFiles
+from planledger.service.follower import ViewsFollower
 from planledger.service.ledger import Call, Ledger, session_view
 from planledger.service.results import Decision, Problem, SessionView, VerifyReport
 from planledger.storage.errors import may_not_write, probe_cause, unavailable_cause
@@ -52,13 +53,6 @@ if TYPE_CHECKING:  # (cryptography is imported by the commands that sign or chec
     from planledger.service.tokens import Grant, NewToken, TokenInfo
 
 FEED_BATCH = 500
-# Seconds between catch-ups of a long-running process's runner, which moves the views'
-# position past the events that writers stored with their views (and applies those stored
-# without): the live feed and the plan.json files follow that position.
-CHECK_INTERVAL = 0.05
-# seconds: the leader looks at the store this often with no wake-up at all (one lost with the
-# process that committed: planledger.storage.commit_notifier)
-IDLE_CHECK = 1.0
 CATCH_UP_WAIT = 3.0  # seconds a write waits for the views to reach it (then reads may lag)
 # A transaction holding the readers of the store's order back (planledger.storage.horizon) for
 # longer than this is a health warning.
@@ -535,47 +529,9 @@ class PlanLedger:
         with self._signal_lock:
             if self._signal is None:
                 store = open_store(self.database)  # its own connection to wait on
-
                 follower = FilesFollower(self.files) if self.files is not None else None
-                checked_at = 0.0
-                unchecked = False
-                leading = False
-                recheck = False  # events wait above the horizon: catch up again soon
-
-                def wait_for_change(timeout: float) -> bool:
-                    # One process per store (the leader) catches up after every writer, at
-                    # most once per CHECK_INTERVAL, and then wakes the others, whose feeds
-                    # and files follow the position it moved (each catching up after every
-                    # commit would redo the leader's work N times).
-                    nonlocal checked_at, unchecked, leading, recheck
-                    if unchecked or recheck:  # not caught up yet: wait no longer than that
-                        left = checked_at + CHECK_INTERVAL - time.monotonic()
-                        timeout = max(0.0, min(timeout, left))
-                    changed = store.wait_for_events(timeout)
-                    if store.leads_followers() != leading:
-                        leading = not leading
-                        changed = True  # (a new leader catches up what the last one left)
-                    now = time.monotonic()
-                    idle = now - checked_at >= IDLE_CHECK
-                    if leading and (changed or unchecked or recheck or idle):
-                        deferred, unchecked = unchecked, now - checked_at < CHECK_INTERVAL
-                        if not unchecked:
-                            checked_at = now
-                            # A change put off is a change, also when another process moved
-                            # the views' position meanwhile (nothing left to catch up here).
-                            if self._catch_up_if_behind():
-                                store.wake_followers()
-                                changed = True
-                            changed = changed or deferred
-                            # Events kept above the horizon (an earlier transaction still in
-                            # flight): looked at again after CHECK_INTERVAL, not at the next
-                            # commit, which may never come (no change until they are passed).
-                            recheck = self.views.events_past_views()
-                    if changed and follower is not None:
-                        follower.due()
-                    return changed
-
-                self._signal = ChangeSignal(wait_for_change)
+                views = ViewsFollower(store, self.views, self._catch_up_if_behind, follower)
+                self._signal = ChangeSignal(views.wait_for_change)
                 self._signal_store = store
                 self._files_follower = follower
             return self._signal

@@ -10,7 +10,7 @@ after the commits it stands for, so a follower woken by it sees them.
 
 Closing sends what is due before the connections close. A process killed before its thread
 sent one loses that wake-up: the leader looks at the store at least every IDLE_CHECK seconds
-(planledger.service.core), so the views' position still follows.
+(planledger.service.follower), so the views' position still follows.
 """
 
 from __future__ import annotations
