@@ -255,6 +255,7 @@ class ProjectionRunner:
         # Fold processes of a large rebuild (default: one per core, at most MAX_WORKERS).
         self.workers = min(cores(), MAX_WORKERS) if workers is None else workers
         self.changed = threading.Condition()
+        self.catching_up = threading.Lock()  # one catch-up at a time (the feed's, a read's)
         self.position = self.store.position(VIEWS)
         self.corrupt: dict[str, CorruptHistory] = {}  # found by this runner, for reports
 
@@ -265,6 +266,20 @@ class ProjectionRunner:
 
         `on_batch(events_in_batch, position)` is called after each committed batch.
         """
+        with self.catching_up:
+            return self._catch_up(on_batch)
+
+    def catch_up_to(
+        self, end: int, wait: float, on_batch: Callable[[int, int], None] | None = None
+    ) -> int:
+        """Catch up until `end` is reached (events that an earlier transaction still in flight
+        keeps out of reach, PostgreSQL), waiting at most `wait` seconds; the position reached."""
+        deadline = time.monotonic() + wait
+        while (reached := self.catch_up(on_batch)) < end and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return reached
+
+    def _catch_up(self, on_batch: Callable[[int, int], None] | None) -> int:
         # Start from where the views are: writers move the position too.
         position = self.store.position(VIEWS)
         known = Known(position)
@@ -610,10 +625,7 @@ class ProjectionRunner:
                 after.callback(self._rebuild_forked(batches, on_batch).close)
             else:
                 self.store.reset()
-            deadline = time.monotonic() + SETTLE_WAIT
-            while (reached := self.catch_up(on_batch)) < end and time.monotonic() < deadline:
-                time.sleep(0.005)
-            return reached
+            return self.catch_up_to(end, SETTLE_WAIT, on_batch)
 
     def close(self) -> None:
         self.store.close()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -76,7 +75,6 @@ class PlanLedger:
         self.views: ViewStore = open_store(database)
         self.runner = ProjectionRunner(self.views, self.ledger.mapper)
         self.files = PlanFiles(home, database, self.views) if home is not None else None
-        self._runner_lock = threading.Lock()
         self._signal: ChangeSignal | None = None
         self._files_follower: FilesFollower | None = None
         self._signal_lock = threading.Lock()
@@ -445,21 +443,13 @@ class PlanLedger:
         as it lasts, at most CATCH_UP_WAIT here); returns the position reached."""
         return self._catch_up_to(self.views.last_committed())
 
-    def _catch_up_once(self) -> int:
-        with self._runner_lock:
-            return self.runner.catch_up()
-
     def _catch_up_to(self, position: int) -> int:
         """Catch the views up to `position` at least, or until CATCH_UP_WAIT passes (then
         the transactions holding the runner back are said after the command); the position
         reached."""
-        deadline = time.monotonic() + CATCH_UP_WAIT
-        while (reached := self._catch_up_once()) < position:
-            if time.monotonic() >= deadline:
-                # said after the command, with its other warnings
-                self._notes.extend(self._held_back(0))
-                return reached
-            time.sleep(0.005)
+        reached = self.runner.catch_up_to(position, CATCH_UP_WAIT)
+        if reached < position:
+            self._notes.extend(self._held_back(0))  # said after the command, with its warnings
         return reached
 
     def _catch_up_if_behind(self) -> bool:
@@ -470,7 +460,7 @@ class PlanLedger:
         reached, last = self.views.status()
         if reached < last:
             try:
-                self._catch_up_once()
+                self.runner.catch_up()
             except Exception as error:
                 if not may_not_write(error):
                     raise

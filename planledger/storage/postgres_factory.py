@@ -19,6 +19,7 @@ from eventsourcing.utils import Environment, EnvType
 
 from planledger.storage.commit_notifier import CommitNotifier
 from planledger.storage.postgres_reads import EventsReadOnce, OnceReads
+from planledger.storage.postgres_recorder import ViewsPostgresRecorder
 from planledger.storage.settings import CONNECT_TIMEOUT, POOL_TIMEOUT
 
 
@@ -44,9 +45,8 @@ class BoundedPostgresFactory(PostgresFactory):
 
     def application_recorder(self) -> ApplicationRecorder:
         recorder = super().application_recorder()
-        notifier = getattr(recorder, "notifier", None)  # (ours: postgres_recorder)
-        if isinstance(notifier, CommitNotifier):
-            self.notifiers.append(notifier)
+        if isinstance(recorder, ViewsPostgresRecorder):
+            self.notifiers.append(recorder.notifier)
         return recorder
 
     def close(self) -> None:
