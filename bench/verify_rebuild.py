@@ -29,7 +29,8 @@ import common
 from domain.forms import parse_proposal
 from domain.ids import plan_aggregate_id, session_aggregate_id
 from domain.plan import Plan
-from domain.session import Mode, Session
+from domain.session import Session
+from domain.session_fields import Mode
 from planledger.service import PlanLedger, open_planledger
 from planledger.service.ledger import fingerprint
 from planledger.storage.scan import scan_events

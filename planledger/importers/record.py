@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from domain.errors import ErrorKind, LedgerError, SessionNotFound
 from domain.ids import ID_PATTERN, validate_id
-from domain.session import Origin, plain_cwd
+from domain.session_fields import Origin, plain_cwd
 from planledger.importers.calls import PlanCall
 from planledger.importers.report import SessionImport
 from planledger.service import Call, PlanLedger

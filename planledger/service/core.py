@@ -25,7 +25,7 @@ from domain.errors import (
     error_line,
 )
 from domain.ids import validate_id
-from domain.session import Mode, Origin
+from domain.session_fields import Mode, Origin
 from planledger.service.feed import ChangeSignal, FeedEvent
 from planledger.service.files import FilesFollower, PlanFiles
 from planledger.service.follower import ViewsFollower

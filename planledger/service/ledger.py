@@ -36,7 +36,8 @@ from domain.ids import plan_aggregate_id, session_aggregate_id, validate_id
 from domain.models import PlanSnapshot, TaskOperation, Violation
 from domain.plan import Plan
 from domain.plan_state import Outcome, PendingProposal
-from domain.session import NO_ORIGIN, Goal, Mode, Origin, Session
+from domain.session import Session
+from domain.session_fields import NO_ORIGIN, Goal, Mode, Origin
 from planledger.service.actor import actor_or_local
 from planledger.service.results import (
     Decision,

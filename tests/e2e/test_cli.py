@@ -491,7 +491,8 @@ def test_a_large_rebuild_spread_over_processes_writes_the_same_views(
     from domain.forms import parse_proposal
     from domain.ids import plan_aggregate_id, session_aggregate_id
     from domain.plan import Plan
-    from domain.session import Mode, Session
+    from domain.session import Session
+    from domain.session_fields import Mode
     from planledger.service import open_planledger
     from planledger.service.ledger import fingerprint
     from projections.runner import PARALLEL_MIN_EVENTS

@@ -18,7 +18,7 @@ from domain.errors import (
     SessionExists,
     SessionNotFound,
 )
-from domain.session import Mode
+from domain.session_fields import Mode
 from planledger.service import PlanLedger, open_planledger
 from planledger.service.ledger import InvalidInput
 from tests.integration.storage import corrupt_at, count_events, delete_events, edit_event

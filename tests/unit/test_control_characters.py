@@ -18,7 +18,7 @@ from domain.forms import clean_text, derive_step_ids, parse_proposal
 from domain.ids import plan_aggregate_id, validate_id
 from domain.models import PlanSnapshot, Step
 from domain.plan import Plan
-from domain.session import Origin
+from domain.session_fields import Origin
 from projections.fold import fold_events
 
 SESSION = "s1"

@@ -18,7 +18,8 @@ from domain.chain import canonical
 from domain.forms import parse_proposal
 from domain.ids import plan_aggregate_id, session_aggregate_id
 from domain.plan import Plan
-from domain.session import Mode, Session
+from domain.session import Session
+from domain.session_fields import Mode
 from planledger.service.ledger import Ledger
 from planledger.storage.transcoding import EventTranscoder
 

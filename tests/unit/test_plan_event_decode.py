@@ -16,7 +16,8 @@ from domain.forms import parse_proposal
 from domain.ids import plan_aggregate_id, session_aggregate_id
 from domain.models import PlanSnapshot, TaskOperation, Violation
 from domain.plan import Plan
-from domain.session import Mode, Session
+from domain.session import Session
+from domain.session_fields import Mode
 from planledger.storage.transcoding import EventTranscoder, PydanticTranscoding
 from projections.decode import PlanEventDecoder
 

@@ -19,7 +19,8 @@ from domain.forms import parse_proposal
 from domain.ids import plan_aggregate_id, session_aggregate_id
 from domain.models import PlanSnapshot, Step, Violation
 from domain.plan import Plan
-from domain.session import GoalState, Mode, Session
+from domain.session import Session
+from domain.session_fields import GoalState, Mode
 
 SESSION = "s1"
 Events = list[Any]

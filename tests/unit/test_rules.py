@@ -21,7 +21,8 @@ from domain.ids import plan_aggregate_id, session_aggregate_id, validate_id
 from domain.models import Form, PlanSnapshot, Policy, Step, Violation
 from domain.plan import Plan
 from domain.plan_state import Outcome, evaluate
-from domain.session import Mode, Session
+from domain.session import Session
+from domain.session_fields import Mode
 
 GOALS = frozenset({"g1"})
 ANY = object()  # "this attribute is not checked"

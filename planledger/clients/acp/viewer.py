@@ -44,7 +44,7 @@ from acp.schema import (
 
 from domain.errors import ErrorKind, LedgerError
 from domain.models import Step
-from domain.session import plain_cwd
+from domain.session_fields import plain_cwd
 from planledger.clients.acp import messages
 from planledger.clients.acp.errors import request_error
 from planledger.clients.acp.priorities import PriorityBook

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from domain.session import Mode
+from domain.session_fields import Mode
 from planledger.clients.cli.app import (
     MODES,
     Args,

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from domain.errors import SessionNotFound
-from domain.session import Origin
+from domain.session_fields import Origin
 from domain.todos import task_create_payload, task_update_payload
 from planledger.clients.hooks.claude_transcript import (
     calls_since_compaction,

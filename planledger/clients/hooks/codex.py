@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from domain.session import Origin
+from domain.session_fields import Origin
 from planledger.clients.hooks.record import (
     event_cwd,
     ledger_session,

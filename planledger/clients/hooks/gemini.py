@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from domain.errors import SessionNotFound
-from domain.session import Origin
+from domain.session_fields import Origin
 from domain.todos import gemini_call_id, gemini_todo_payload
 from planledger.clients.hooks.record import (
     event_cwd,

@@ -14,7 +14,7 @@ opencode`, one JSON object on stdin each, answered with one on stdout.
 
 from __future__ import annotations
 
-from domain.session import Origin
+from domain.session_fields import Origin
 from domain.todos import opencode_todo_payload
 from planledger.clients.hooks.record import (
     event_cwd,

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from domain.errors import ErrorKind, LedgerError, SessionNotFound
-from domain.session import NO_ORIGIN, Origin, plain_cwd
+from domain.session_fields import NO_ORIGIN, Origin, plain_cwd
 from domain.todos import codex_steps
 from planledger.clients.hooks.runner import Event, HookInputError
 
