@@ -12,9 +12,12 @@ once, over the canonical form of their state (`links` accepts either).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from hashlib import sha256
 from typing import Any, Protocol
+
+from domain.errors import CorruptHistory
+from domain.ids import plan_aggregate_id, session_aggregate_id
 
 GENESIS = "0" * 64
 CHAIN_BROKEN = "chain_broken"
@@ -104,3 +107,37 @@ def why_broken(chain: str | None) -> str:
         "the event is not the one the ledger wrote here: it was edited, moved or inserted, "
         "or an event before it was removed"
     )
+
+
+def chain_broken(session_id: str, stored: ChainedRow) -> CorruptHistory:
+    """The break of a stream's chain at `stored`, as corrupt history."""
+    message = f"{stored.originator_id}: {why_broken(stored.chain)}"
+    return CorruptHistory(session_id, stored.originator_version, CHAIN_BROKEN, message)
+
+
+def broken_chain(
+    rows_of: Callable[[str], Sequence[ChainedRow]],
+    session_id: str,
+    plan_version: int = 0,
+    streams: Sequence[str] | None = None,
+) -> CorruptHistory | None:
+    """Where the session's chains break (its session stream's, then its plan stream's; or
+    only `streams'`), each stream read by `rows_of`, or where its plan stream ends before
+    `plan_version` (events the views were made from are gone); None when they hold."""
+    if streams is None:
+        streams = (session_aggregate_id(session_id), plan_aggregate_id(session_id))
+    last = 0  # the last stream's last position, once all are read
+    for aggregate_id in streams:
+        rows = rows_of(aggregate_id)
+        at = first_break(rows)
+        if at is not None:
+            return chain_broken(session_id, rows[at])
+        last = rows[-1].originator_version if rows else 0
+    if last < plan_version:
+        return CorruptHistory(
+            session_id,
+            last + 1,
+            CHAIN_BROKEN,
+            f"plan:{session_id}: the events from position {last + 1} on are gone",
+        )
+    return None

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from domain.models import Model
 
 MAX_LISTED = 20  # errors of one file listed in full; the rest are counted
 MAX_MESSAGE_CHARS = 300
 CUT_MARK = "…"
 
 
-class LineError(BaseModel):
+class LineError(Model):
     """A line (1-based; 0 for the file as a whole) that could not be read, and why."""
 
     path: str
@@ -22,7 +24,7 @@ class LineError(BaseModel):
     message: str
 
 
-class SessionImport(BaseModel):
+class SessionImport(Model):
     """One ledger session's share of an import: `calls` = committed + rejected + skipped."""
 
     session_id: str
@@ -34,7 +36,7 @@ class SessionImport(BaseModel):
     files: list[str] = Field(default_factory=list, description="Every file with its calls.")
 
 
-class ImportReport(BaseModel):
+class ImportReport(Model):
     """The `--json` shape of `planledger import`. `errors` lists the first errors of each file,
     then for a file with more, one entry counting the rest; `error_count` counts them all."""
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from domain.chain import CHAIN_BROKEN
+from domain.chain import CHAIN_BROKEN, broken_chain
 from domain.errors import (
     CorruptHistory,
     LedgerError,
@@ -29,27 +29,31 @@ from domain.session_fields import Mode, Origin
 from planledger.service.feed import ChangeSignal, FeedEvent
 from planledger.service.files import FilesFollower, PlanFiles
 from planledger.service.follower import ViewsFollower
-from planledger.service.ledger import Call, Ledger, session_view
 from planledger.service.results import Decision, Problem, SessionView, VerifyReport
 from planledger.storage.errors import may_not_write, probe_cause, unavailable_cause
+from planledger.storage.schema import schema_is_current
 from planledger.storage.settings import DatabaseSettings, database_settings, home_dir
 from planledger.storage.stores import open_store
 from planledger.storage.views import ViewStore
 from projections.compaction import DEFAULT_MAX_CHARS, CompactionSnapshot, build_plan_snapshot
-from projections.decode import PlanEventDecoder
 from projections.plan_diff import PlanDiff, plan_diff
-from projections.runner import ProjectionRunner
 from projections.shapes import CorruptMark, History, PlanView, SessionList
 
-if TYPE_CHECKING:  # (cryptography is imported by the commands that sign or check)
+if TYPE_CHECKING:
+    # The write side (eventsourcing, the event classes, the projection runner) is imported
+    # when a command first needs it: a read of the views (`plan show`) needs none of it.
+    # (cryptography is imported by the commands that sign or check.)
     from cryptography.hazmat.primitives.asymmetric.ed25519 import (
         Ed25519PrivateKey,
         Ed25519PublicKey,
     )
 
     from domain.checkpoint import Checkpoint
+    from planledger.service.ledger import Call, Ledger
     from planledger.service.report import SessionReport
     from planledger.service.tokens import Grant, NewToken, TokenInfo
+    from projections.decode import PlanEventDecoder
+    from projections.runner import ProjectionRunner
 
 FEED_BATCH = 500
 CATCH_UP_WAIT = 3.0  # seconds a write waits for the views to reach it (then reads may lag)
@@ -71,9 +75,12 @@ class PlanLedger:
     def __init__(self, database: DatabaseSettings, home: Path | None = None) -> None:
         self.database = database
         self.home = home
-        self.ledger = Ledger(database)
+        self._write_side_lock = threading.Lock()
+        self._ledger: Ledger | None = None
+        self._runner: ProjectionRunner | None = None
+        if not schema_is_current(database):  # (fails at once, naming why, when unreachable)
+            self._ledger = self._built_ledger(schema_current=False)  # it sets the schema up
         self.views: ViewStore = open_store(database)
-        self.runner = ProjectionRunner(self.views, self.ledger.mapper)
         self.files = PlanFiles(home, database, self.views) if home is not None else None
         self._signal: ChangeSignal | None = None
         self._files_follower: FilesFollower | None = None
@@ -81,6 +88,33 @@ class PlanLedger:
         self._commits = 0  # commits that wrote their plan.json file on this process's path
         self._notes: deque[str] = deque(maxlen=5)  # why reads lag (see warnings)
         self._catch_up_if_behind()
+
+    @property
+    def ledger(self) -> Ledger:
+        """The write side: eventsourcing's application over the events, built on first use."""
+        if self._ledger is None:
+            with self._write_side_lock:
+                if self._ledger is None:
+                    self._ledger = self._built_ledger(schema_current=True)
+        return self._ledger
+
+    @property
+    def runner(self) -> ProjectionRunner:
+        """What brings the views up to the events, built on first use."""
+        if self._runner is None:
+            from projections.runner import ProjectionRunner
+
+            mapper = self.ledger.mapper
+            with self._write_side_lock:
+                if self._runner is None:
+                    self._runner = ProjectionRunner(self.views, mapper)
+        return self._runner
+
+    def _built_ledger(self, *, schema_current: bool) -> Ledger:
+        from planledger.service.ledger import Ledger
+
+        with storage_errors(self.database):
+            return Ledger(self.database, schema_current=schema_current)
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -192,6 +226,8 @@ class PlanLedger:
     def session(self, session_id: str) -> SessionView:
         """The session's mode and goals, replayed from its events (a session whose events are
         not the ones the ledger wrote is an error, as for its plan)."""
+        from planledger.service.ledger import session_view
+
         return session_view(self.ledger.checked_session(session_id))
 
     def should_continue(self, session_id: str) -> bool:
@@ -252,6 +288,8 @@ class PlanLedger:
     def _decoder(self) -> PlanEventDecoder:
         """A decoder of commit events for one read (it remembers what it decoded: a thread
         of its own each)."""
+        from projections.decode import PlanEventDecoder
+
         return PlanEventDecoder(self.ledger.mapper)
 
     def _sound_view(self, session_id: str) -> PlanView:
@@ -269,7 +307,7 @@ class PlanLedger:
     def _sound_chains(self, session_id: str, plan_version: int = 0) -> None:
         """Raise CorruptHistory where the session's chains break (or its plan stream ends
         before `plan_version`)."""
-        broken = self.ledger.broken_chain(session_id, plan_version)
+        broken = broken_chain(self.views.chained_rows, session_id, plan_version)
         if broken is not None:
             raise broken
 
@@ -540,7 +578,8 @@ class PlanLedger:
                 self._files_follower.stop()
             self._signal_store.close()
         self.views.close()
-        self.ledger.close()
+        if self._ledger is not None:
+            self._ledger.close()
 
     def __enter__(self) -> PlanLedger:
         return self
@@ -562,8 +601,15 @@ def open_planledger(
     plan.json files under `home` (PLANLEDGER_HOME by default; None writes none)."""
     files = home() if callable(home) else home
     settings = database_settings(url)
-    try:
+    with storage_errors(settings):
         return PlanLedger(settings, files)
+
+
+@contextlib.contextmanager
+def storage_errors(settings: DatabaseSettings) -> Iterator[None]:
+    """A database that cannot be reached, as StorageUnavailable naming why."""
+    try:
+        yield
     except LedgerError:
         raise
     except Exception as error:

@@ -22,10 +22,10 @@ from planledger.storage.file_paths import (
     spawn_back_fill,
     write_position,
 )
+from planledger.storage.schema import VIEWS
 from planledger.storage.settings import DatabaseSettings
 from planledger.storage.views import ViewStore
 from projections.plan_json import plan_file_is_current, plan_path, write_plan_file
-from projections.runner import VIEWS
 from projections.shapes import PlanView
 
 MAX_WARNINGS = 20

@@ -21,7 +21,7 @@ from eventsourcing.persistence import (
 from eventsourcing.utils import Environment, EnvType, get_topic
 
 from domain.base import Aggregate
-from domain.chain import CHAIN_BROKEN, first_break
+from domain.chain import broken_chain
 from domain.errors import (
     CorruptHistory,
     ErrorKind,
@@ -48,7 +48,6 @@ from planledger.service.results import (
 )
 from planledger.service.verify import (
     NOTHING,
-    chain_broken,
     goal_starts,
     judge,
     replay,
@@ -134,7 +133,11 @@ class Ledger(Application[str]):
 
     name = "planledger"
 
-    def __init__(self, database: DatabaseSettings | str | None = None) -> None:
+    def __init__(
+        self, database: DatabaseSettings | str | None = None, *, schema_current: bool | None = None
+    ) -> None:
+        """`schema_current`: what the caller just read of the schema's version mark (None:
+        read it here)."""
         settings = (
             database if isinstance(database, DatabaseSettings) else database_settings(database)
         )
@@ -148,7 +151,7 @@ class Ledger(Application[str]):
         # 2-core machine, 260k events: 38.9k events/s with one, 48-62k with two (SQLite,
         # PostgreSQL; bench/verify_rebuild.py --sessions 20000 --workers N).
         self.verify_workers = min(cores(), MAX_VERIFY_WORKERS)
-        current = schema_is_current(settings)  # fails at once, naming why, when unreachable
+        current = schema_is_current(settings) if schema_current is None else schema_current
         super().__init__(env=settings.env)
         # `store` saves as the library's `save` does without one (construct_env sets none).
         assert self.repository.cache is None, "the ledger keeps no aggregate cache"
@@ -543,26 +546,8 @@ class Ledger(Application[str]):
     def broken_chain(
         self, session_id: str, plan_version: int = 0, streams: Sequence[str] | None = None
     ) -> CorruptHistory | None:
-        """Where the session's chains break (its session stream's, then its plan stream's;
-        or only `streams`'), or where its plan stream ends before `plan_version` (events the
-        views were made from are gone); None when they hold."""
-        if streams is None:
-            streams = (session_aggregate_id(session_id), plan_aggregate_id(session_id))
-        last = 0  # the last stream's last position, once all are read
-        for aggregate_id in streams:
-            rows = self.chained_rows(aggregate_id)
-            at = first_break(rows)
-            if at is not None:
-                return chain_broken(session_id, rows[at])
-            last = rows[-1].originator_version if rows else 0
-        if last < plan_version:
-            return CorruptHistory(
-                session_id,
-                last + 1,
-                CHAIN_BROKEN,
-                f"plan:{session_id}: the events from position {last + 1} on are gone",
-            )
-        return None
+        """domain.chain.broken_chain of the session, read by this ledger's recorder."""
+        return broken_chain(self.chained_rows, session_id, plan_version, streams)
 
     @heals
     def chained_rows(self, aggregate_id: str) -> list[ChainedEvent]:

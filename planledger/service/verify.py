@@ -20,7 +20,7 @@ from eventsourcing.persistence import Mapper, StoredEvent
 from eventsourcing.utils import get_topic
 
 from domain.base import Event, replay_event
-from domain.chain import CHAIN_BROKEN, ChainedRow, first_break, why_broken
+from domain.chain import chain_broken, first_break
 from domain.errors import CorruptHistory, error_line
 from domain.plan import Plan, apply_to_state
 from domain.plan_state import PlanState
@@ -119,12 +119,6 @@ def _chained(
         return rows, None
     broken = chain_broken(session_id, rows[at])  # type: ignore[arg-type]
     return rows[:at], corrupt_at(session_id, broken)
-
-
-def chain_broken(session_id: str, stored: ChainedRow) -> CorruptHistory:
-    """The break of a stream's chain at `stored`, as corrupt history."""
-    message = f"{stored.originator_id}: {why_broken(stored.chain)}"
-    return CorruptHistory(session_id, stored.originator_version, CHAIN_BROKEN, message)
 
 
 def unreadable(session_id: str, stored: Row, error: Exception) -> Problem:

@@ -13,6 +13,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from planledger.storage.horizon import HORIZON, HORIZON_HOLDER, holder_warning
+from planledger.storage.schema import VIEWS
 from planledger.storage.settings import POOL_TIMEOUT, DatabaseSettings, postgres_conninfo
 from planledger.storage.shares import PostgresShares, event_row_sql
 from planledger.storage.view_rows import (
@@ -23,7 +24,7 @@ from planledger.storage.view_rows import (
     columns,
 )
 from planledger.storage.views import ViewStore
-from projections.runner import VIEWS, Bounds, ShareReader
+from projections.runner import Bounds, ShareReader
 
 Rows = TypeVar("Rows")
 

@@ -13,18 +13,21 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from domain.errors import CorruptHistory
+from planledger.storage.scan import ChainedEvent
+from planledger.storage.schema import VIEWS
 from planledger.storage.settings import DatabaseSettings
 from planledger.storage.shares import SqliteShares, event_row_sql
-from planledger.storage.view_rows import Row, ViewRows, rows_of, write_rows
-from projections.commit_views import CommitRow, commit_view
-from projections.decode import PlanEventDecoder
-from projections.fold import ViewChanges, empty_view
-from projections.runner import VIEWS, Bounds, LoadedView, ShareReader, StaleBatch, Stored
 from projections.session_list import session_item
 from projections.shapes import CorruptMark, HistoryEntry, PlanView, SessionList
+
+if TYPE_CHECKING:  # the write side, imported where it is used: a read (`plan show`) needs none
+    from planledger.storage.view_rows import Row, ViewRows
+    from projections.decode import PlanEventDecoder
+    from projections.fold import ViewChanges
+    from projections.runner import Bounds, LoadedView, ShareReader, Stored
 
 COMMIT_EVENT = "e.originator_id, e.originator_version, e.topic, e.state"  # CommitRow's tail
 
@@ -177,6 +180,8 @@ class ViewStore(ABC):
         return int(rows[0][0] or 0), int(rows[0][1] or 0)
 
     def load_views(self, session_ids: Sequence[str]) -> dict[str, LoadedView]:
+        from projections.runner import LoadedView
+
         rows = self._of_sessions(
             "SELECT session_id, version, view, corrupt FROM planledger_plan_views", session_ids
         )
@@ -214,12 +219,17 @@ class ViewStore(ABC):
 
     def batch_rows(self, changes: ViewChanges, stored: Stored) -> ViewRows:
         """A batch's changes as table rows (no I/O: a worker process may make them)."""
+        from planledger.storage.view_rows import rows_of
+
         return rows_of(changes, lambda *key: stored.get(key, (None, None)))
 
     def write_batch_rows(
         self, expected_position: int, new_position: int, parts: Sequence[ViewRows]
     ) -> None:
         """`write_batch` of rows already made (parts of one batch, about distinct sessions)."""
+        from planledger.storage.view_rows import ViewRows
+        from projections.runner import StaleBatch
+
         p = self.placeholder
         rows = parts[0] if len(parts) == 1 else ViewRows.joined(parts)
         with self.lock, self._write_transaction():
@@ -234,6 +244,8 @@ class ViewStore(ABC):
 
     def _write_rows(self, rows: ViewRows) -> None:
         """A batch's rows, in the batch's transaction."""
+        from planledger.storage.view_rows import write_rows
+
         write_rows(self.execute_many, rows, self.placeholder)
 
     def advance(self, expected_position: int, new_position: int) -> bool:
@@ -282,6 +294,17 @@ class ViewStore(ABC):
         view, corrupt, version = rows[0]
         mark = CorruptMark.model_validate(json_value(corrupt)) if corrupt else None
         return PlanView.model_validate(json_value(view)), mark, int(version)
+
+    def chained_rows(self, originator_id: str) -> list[ChainedEvent]:
+        """The stream's events in order, each with its chain (what a read checks its view's
+        events by, domain.chain)."""
+        rows = self._query(
+            f"SELECT originator_id, originator_version, topic, state, chain, {self.id_column} "
+            f"FROM {self.events_table} WHERE originator_id = {self.placeholder} "
+            "ORDER BY originator_version",
+            (originator_id,),
+        )
+        return [ChainedEvent(o, v, t, bytes(s), h, at) for o, v, t, s, h, at in rows]
 
     # -- the audit's own tables (checkpoints, tokens) -----------------------------------------
 
@@ -348,6 +371,9 @@ class ViewStore(ABC):
     def plan_at(self, session_id: str, revision: int, decoder: PlanEventDecoder) -> PlanView | None:
         """The plan as commit `revision` left it (0: as the plan was created), its plan read
         back from the commit event with `decoder` (CorruptHistory if that event changed)."""
+        from projections.commit_views import CommitRow, commit_view
+        from projections.fold import empty_view
+
         p = self.placeholder
         if revision == 0:
             rows = self._query(
@@ -419,6 +445,8 @@ class ViewStore(ABC):
         """History rows after store position `after` (one session or all), in store order,
         each commit's with the plan it left (None when its event changed since: never shown
         unchecked), read back from its event with `decoder`."""
+        from projections.commit_views import CommitRow, commit_view
+
         p = self.placeholder
         # Up to the views' position only: a row below it never appears later (past it, a
         # writer's rows may commit before those of another still in flight).

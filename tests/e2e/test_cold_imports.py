@@ -89,6 +89,18 @@ def test_a_plan_command_imports_nothing_heavy(tmp_path: Path, args: list[str], s
     assert heavy_in(modules) == []
 
 
+def test_plan_show_reads_the_views_without_the_write_side(tmp_path: Path) -> None:
+    """No eventsourcing, no event classes, no projection runner: the views and the chains
+    of the session's events are read as stored."""
+    imported(tmp_path, ["session", "open", "s1", "--json"], "")
+    imported(tmp_path, ["plan", "update", "s1", "--json"], PLAN)
+    modules = imported(tmp_path, ["plan", "show", "s1", "--json"], "")
+    assert "planledger.storage.views" in modules
+    write_side = {"planledger.service.ledger", "projections.runner", "domain.plan"}
+    write_side.add("domain.session")
+    assert sorted(m for m in modules if m in write_side or m.startswith("eventsourcing")) == []
+
+
 def test_a_hook_imports_nothing_heavy(tmp_path: Path) -> None:
     transcript = Transcript("cold-imports")
     call_id, _ = transcript.task_create("Write the parser")

@@ -43,9 +43,9 @@ def test_long_session_reimports_nothing_and_reports_progress(
         assert (again.sessions[0].skipped, again.sessions[0].committed) == (300, 0)
         assert len(service.history("codex-0199-long").entries) == entries
         assert service.plan("codex-0199-long").revision == 300
-        # One write of 600 events (on PostgreSQL, sent as column arrays) stored its views
-        # itself (the runner never had to catch up), and they are the ones a rebuild makes.
-        assert service.runner.position == 0
+        # One write of 600 events (on PostgreSQL, sent as column arrays) stored the views
+        # read above itself (reads never run the projection runner), and they are the ones
+        # a rebuild makes.
         written = (service.plan("codex-0199-long"), service.history("codex-0199-long"))
         service.runner.rebuild()
         assert (service.plan("codex-0199-long"), service.history("codex-0199-long")) == written

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import inspect
 import json
 import sys
+import textwrap
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -63,7 +63,8 @@ class Group:
         """The subcommand `name` running `run`; its help is `doc` (default: run's docstring),
         whose first paragraph is its line in this group's list."""
         text = " ".join((doc or run.__doc__ or "").split("\n\n")[0].split())
-        description = inspect.cleandoc(doc or run.__doc__ or "")
+        first, _, rest = (doc or run.__doc__ or "").partition("\n")
+        description = f"{first}\n{textwrap.dedent(rest)}".strip()
         parser = self.commands.add_parser(name, help=text, description=description)
         parser.set_defaults(run=run, command=parser)
         return parser
