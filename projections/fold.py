@@ -20,7 +20,6 @@ from domain.errors import CorruptHistory, error_line
 from domain.models import Form, PlanSnapshot, Policy, TaskOperation, Violation, built
 from domain.plan import Plan, apply_to_state
 from domain.plan_state import PendingProposal, PlanState
-from domain.session import Session, check_session_event
 from domain.text import clean_text
 from projections.shapes import (
     HistoryEntry,
@@ -30,7 +29,6 @@ from projections.shapes import (
     Transition,
 )
 
-SESSION_EVENTS = (Session.SessionOpened, Session.CollaborationModeChanged)
 NO_GOALS: frozenset[str] = frozenset()
 
 
@@ -45,8 +43,8 @@ class SessionFacts:
 
     def goals(self, session_id: str) -> Collection[str]:
         """The goals the session has started so far (none known: none)."""
-        session = self.aggregates.get(session_id)
-        return session.goals.keys() if isinstance(session, Session) else NO_GOALS
+        session = self.aggregates.get(session_id)  # a Session
+        return NO_GOALS if session is None else session.goals.keys()
 
     def forget(self, session_id: str) -> None:
         self.aggregates.pop(session_id, None)
@@ -156,7 +154,7 @@ def fold_events(
                         changes.corrupt[session_id] = error  # (over a break of its plan's)
             # A broken stream's later events still name the session in the list (its row,
             # which shows it corrupt), where their fields are of the ledger's types.
-            if isinstance(event, SESSION_EVENTS) and (
+            if isinstance(event, session_events()) and (
                 applied or sessions is None or well_typed_session_event(event)
             ):
                 fold_session_event(changes, session_id, event)
@@ -198,6 +196,8 @@ def fold_events(
 
 def well_typed_session_event(event: Event) -> bool:
     """Whether a session event's timestamp and fields are of the ledger's types."""
+    from domain.session import check_session_event
+
     try:
         check_session_event(event)
     except CorruptHistory:
@@ -216,7 +216,9 @@ def as_corrupt(error: Exception, session_id: str, event: Event) -> CorruptHistor
 
 def fold_session_event(changes: ViewChanges, session_id: str, event: Event) -> None:
     """A session's opening or mode change, as its row of the session list."""
-    assert isinstance(event, SESSION_EVENTS)
+    from domain.session import Session
+
+    assert isinstance(event, (Session.SessionOpened, Session.CollaborationModeChanged))
     earlier = changes.sessions.get(session_id)
     mode = clean_text(str(event.mode))
     row = SessionRow(session_id, event.originator_version, mode, event.timestamp, event.timestamp)
@@ -234,6 +236,14 @@ def fold_session_event(changes: ViewChanges, session_id: str, event: Event) -> N
             cwd=plain(event.cwd),
         )
     changes.sessions[session_id] = row
+
+
+def session_events() -> tuple[type[Event], ...]:
+    """The session events that make its row of the session list (domain.session is loaded on
+    the first: a plan's commands fold no session event and need not load its classes)."""
+    from domain.session import Session
+
+    return (Session.SessionOpened, Session.CollaborationModeChanged)
 
 
 def plain(text: str | None) -> str | None:

@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import (
@@ -36,7 +36,6 @@ from domain.ids import plan_aggregate_id, session_aggregate_id, validate_id
 from domain.models import PlanSnapshot, TaskOperation, Violation
 from domain.plan import Plan
 from domain.plan_state import Outcome, PendingProposal
-from domain.session import Session
 from domain.session_fields import NO_ORIGIN, Goal, Mode, Origin
 from planledger.service.actor import actor_or_local
 from planledger.service.results import (
@@ -67,16 +66,20 @@ from projections.forked import cores
 from projections.plan_view import plan_view
 from projections.shapes import PlanView
 
+if TYPE_CHECKING:  # a plan's commands do not load the session's event classes
+    from domain.session import Session
+
 MAX_ATTEMPTS = 100
 MAX_OBJECTIVE_CHARS = 2000
 FEW_SESSIONS = 20  # named sessions verified stream by stream; more, in one pass over the store
 WRITE_CACHE_SIZE = 1000  # plans kept by a long-running process (server) between commands
 MAX_VERIFY_WORKERS = 4  # processes of a whole-store verify, at most (one per core below that)
 # A snapshot of a plan or session is stored by the save whose events reach a version that is a
-# multiple of its interval (the library's `snapshotting_intervals` rule), taken of the aggregate
-# just saved: the library's own would read the aggregate back from the store first (tens of ms
-# for a long plan, on the command's path), and the aggregate just saved is that state already.
-SNAPSHOT_INTERVALS: dict[type[Aggregate], int] = {Plan: 100, Session: 100}
+# multiple of SNAPSHOT_INTERVAL (the library's `snapshotting_intervals` rule), taken of the
+# aggregate just saved: the library's own would read the aggregate back from the store first
+# (tens of ms for a long plan, on the command's path), and the aggregate just saved is that
+# state already.
+SNAPSHOT_INTERVAL = 100
 A = TypeVar("A", bound=Aggregate)
 
 
@@ -182,6 +185,8 @@ class Ledger(Application[str]):
         self, session_id: str, mode: Mode = Mode.WORK, origin: Origin = NO_ORIGIN
     ) -> SessionView:
         """Open a session (and its empty plan). SessionExists if it is already open."""
+        from domain.session import Session
+
         validate_id(session_id)
         session = Session.open(session_aggregate_id(session_id), session_id, Mode(mode), origin)
         plan = Plan.create(plan_aggregate_id(session_id), session_id)
@@ -384,6 +389,8 @@ class Ledger(Application[str]):
         origins: Mapping[str, Origin],
         absent: Collection[str] = (),
     ) -> dict[str, list[Decision]]:
+        from domain.session import Session
+
         for attempt in self.attempts():
             aggregates: list[Aggregate] = []
             before: dict[str, PlanView | None] = {}
@@ -481,6 +488,8 @@ class Ledger(Application[str]):
     def session_ids(self) -> list[str]:
         """Every opened session, in the order they were opened (once each, also when an
         opening was copied into its stream by hand: verify reports that once)."""
+        from domain.session import Session
+
         topic = get_topic(Session.SessionOpened)
         ids: dict[str, None] = {}
         start = 1
@@ -530,6 +539,8 @@ class Ledger(Application[str]):
     def checked_session(self, session_id: str) -> Session:
         """The session replayed from its events, each one's chain checked before it is applied,
         once its plan stream's chain is found whole too (each stream read once)."""
+        from domain.session import Session
+
         validate_id(session_id)
         rows = self.chained_rows(session_aggregate_id(session_id))
         session, problem = replay(session_id, rows, self.mapper, chained=True)
@@ -602,14 +613,14 @@ class Ledger(Application[str]):
     ) -> tuple[list[Any], ViewChanges]:
         """Save the aggregates' new events and, in the same transaction, the views they change
         (when the views are up to date; otherwise `views_behind` is set for a catch-up); then
-        the snapshots due (SNAPSHOT_INTERVALS).
+        the snapshots due (SNAPSHOT_INTERVAL).
 
         What the library's `Application.save` does for this application, through the public
         parts it uses: each aggregate's `collect_events()` into the event store's `put`. Its
         own `collect_events` first checks every aggregate against two runtime-checkable
         protocols, 11 us a save measured alone and 33 us a submit in place on Python 3.11 (4% of
         a SQLite commit); and its other steps do nothing here: no aggregate cache to fill
-        (__init__), no snapshotting_intervals (SNAPSHOT_INTERVALS), no notify hook."""
+        (__init__), no snapshotting_intervals (SNAPSHOT_INTERVAL), no notify hook."""
         events = [(event, None) for aggregate in aggregates for event in aggregate.pending_events]
         changes = fold_events(before or {}, events, judged=True)  # type: ignore[arg-type]
         views = InlineViews(changes)
@@ -628,6 +639,8 @@ class Ledger(Application[str]):
         return self.get_aggregate(plan_aggregate_id(session_id), session_id, Plan)
 
     def session_aggregate(self, session_id: str) -> Session:
+        from domain.session import Session
+
         return self.get_aggregate(session_aggregate_id(session_id), session_id, Session)
 
     @heals
@@ -676,15 +689,14 @@ class Ledger(Application[str]):
 
 
 def due_snapshots(aggregates: Sequence[Aggregate]) -> list[Aggregate]:
-    """The aggregates whose pending events reach a multiple of their SNAPSHOT_INTERVALS (a bulk
+    """The aggregates whose pending events reach a multiple of SNAPSHOT_INTERVAL (a bulk
     save holds thousands of aggregates: one look at each one's first and last version)."""
     due = []
     for aggregate in aggregates:
-        interval = SNAPSHOT_INTERVALS.get(type(aggregate))
         pending = aggregate.pending_events
-        if interval is not None and pending:
+        if pending:
             first, last = pending[0].originator_version, pending[-1].originator_version
-            if last // interval > (first - 1) // interval:
+            if last // SNAPSHOT_INTERVAL > (first - 1) // SNAPSHOT_INTERVAL:
                 due.append(aggregate)
     return due
 

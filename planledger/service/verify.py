@@ -17,14 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from eventsourcing.persistence import Mapper, StoredEvent
-from eventsourcing.utils import get_topic
 
 from domain.base import Event, replay_event
 from domain.chain import chain_broken, first_break
 from domain.errors import CorruptHistory, error_line
 from domain.plan import Plan, apply_to_state
 from domain.plan_state import PlanState
-from domain.session import Session
 from planledger.service.results import Problem
 from planledger.storage.scan import ChainedEvent, scan_events, session_events_of, split_points
 from planledger.storage.settings import DatabaseSettings
@@ -46,7 +44,7 @@ class Replayed:
     version: int = 0
 
 
-GOAL_STARTED = get_topic(Session.GoalStarted)
+GOAL_STARTED = "domain.session:Session.GoalStarted"  # its topic (domain.session loads late)
 # Each session's goals, each with the store position of its start (a plan's commit may name a
 # goal started before it).
 GoalStarts = dict[str, dict[str, int]]
@@ -138,7 +136,7 @@ def replayed(
         return Replayed(found=True, problem=problem)
     if aggregate is None:
         return NOTHING
-    if isinstance(aggregate, Session):
+    if not isinstance(aggregate, Plan):  # a session
         return Replayed(found=True)
     return Replayed(found=True, version=aggregate.version)
 

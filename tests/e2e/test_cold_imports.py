@@ -96,9 +96,21 @@ def test_plan_show_reads_the_views_without_the_write_side(tmp_path: Path) -> Non
     imported(tmp_path, ["plan", "update", "s1", "--json"], PLAN)
     modules = imported(tmp_path, ["plan", "show", "s1", "--json"], "")
     assert "planledger.storage.views" in modules
-    write_side = {"planledger.service.ledger", "projections.runner", "domain.plan"}
-    write_side.add("domain.session")
+    write_side = (
+        "planledger.service.ledger",
+        "projections.runner",
+        "domain.plan",
+        "domain.session",
+    )
     assert sorted(m for m in modules if m in write_side or m.startswith("eventsourcing")) == []
+
+
+def test_a_plan_update_loads_no_session_event_classes(tmp_path: Path) -> None:
+    """A commit to an open session's plan folds plan events only."""
+    imported(tmp_path, ["session", "open", "s1", "--json"], "")
+    modules = imported(tmp_path, ["plan", "update", "s1", "--json"], PLAN)
+    assert "domain.plan" in modules
+    assert "domain.session" not in modules
 
 
 def test_a_hook_imports_nothing_heavy(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from eventsourcing.utils import get_topic
 
 from domain.errors import CorruptHistory, GoalExists, GoalNotFound, IllegalTransition
 from domain.forms import parse_proposal
@@ -21,6 +22,7 @@ from domain.models import PlanSnapshot, Step, Violation
 from domain.plan import Plan
 from domain.session import Session
 from domain.session_fields import GoalState, Mode
+from planledger.service.verify import GOAL_STARTED
 
 SESSION = "s1"
 Events = list[Any]
@@ -705,3 +707,7 @@ def test_a_fresh_commit_is_judged_once_and_leaves_no_marker() -> None:
     assert "_judged" not in Plan.Snapshot.take(plan).state
     replayed = replay(events)
     assert (replayed.revision, replayed.snapshot) == (plan.revision, plan.snapshot)
+
+
+def test_verify_reads_goal_starts_by_the_topic_the_store_records() -> None:
+    assert get_topic(Session.GoalStarted) == GOAL_STARTED
