@@ -122,7 +122,7 @@ def broken_chain(
     streams: Sequence[str] | None = None,
 ) -> CorruptHistory | None:
     """Where the session's chains break (its session stream's, then its plan stream's; or
-    only `streams'`), each stream read by `rows_of`, or where its plan stream ends before
+    only `streams`), each stream read by `rows_of`, or where its plan stream ends before
     `plan_version` (events the views were made from are gone); None when they hold."""
     if streams is None:
         streams = (session_aggregate_id(session_id), plan_aggregate_id(session_id))

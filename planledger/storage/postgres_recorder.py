@@ -26,7 +26,7 @@ from planledger.storage.horizon import MAX_EVENTS_PER_WRITE, XACT_BASE
 from planledger.storage.known_chains import KnownChains
 from planledger.storage.postgres_reads import EventsReadOnce, OnceReads
 from planledger.storage.recorder import InlineViews
-from planledger.storage.scan import ChainedEvent
+from planledger.storage.scan import ChainedEvent, chained_stream_sql
 from planledger.storage.view_rows import SESSION_COLUMNS, ViewRows, columns, rows_of
 
 
@@ -129,10 +129,7 @@ class ViewsPostgresRecorder(EventsReadOnce, PostgresApplicationRecorder):
     def select_chained(self, originator_id: str) -> list[ChainedEvent]:
         """The stream's events in order, each with its chain."""
         table = sql.Identifier(self.datastore.schema, self.events_table_name)
-        statement = sql.SQL(
-            "SELECT originator_id, originator_version, topic, state, chain, notification_id "
-            "FROM {0} WHERE originator_id = %s ORDER BY originator_version"
-        ).format(table)
+        statement = sql.SQL(chained_stream_sql("{0}", "notification_id", "%s")).format(table)
         with (
             self.datastore.get_connection() as conn,
             conn.cursor(binary=True, row_factory=psycopg.rows.tuple_row) as cursor,

@@ -30,6 +30,14 @@ class ChainedEvent(NamedTuple):
     position: int = 0  # its store position (notification id; 0: not read)
 
 
+def chained_stream_sql(events_table: str, position_column: str, placeholder: str) -> str:
+    """The SELECT of one stream's events in order, as ChainedEvent's fields."""
+    return (
+        f"SELECT originator_id, originator_version, topic, state, chain, {position_column} "
+        f"FROM {events_table} WHERE originator_id = {placeholder} ORDER BY originator_version"
+    )
+
+
 @contextmanager
 def _connection(database: DatabaseSettings) -> Iterator[tuple[Query, str, str, str]]:
     """A read-only query function, the events table, the placeholder and the store-position

@@ -13,7 +13,7 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 from domain.chain import GENESIS, link
 from planledger.storage.known_chains import KnownChains
 from planledger.storage.recorder import InlineViews
-from planledger.storage.scan import ChainedEvent
+from planledger.storage.scan import ChainedEvent, chained_stream_sql
 from planledger.storage.schema import VIEWS
 from planledger.storage.view_rows import rows_of, write_rows
 
@@ -111,12 +111,7 @@ class ViewsSQLiteRecorder(SQLiteApplicationRecorder):
     def select_chained(self, originator_id: str) -> list[ChainedEvent]:
         """The stream's events in order, each with its chain."""
         with self.datastore.transaction(commit=False) as c:
-            c.execute(
-                "SELECT originator_id, originator_version, topic, state, chain, rowid "
-                f"FROM {self.events_table_name} WHERE originator_id = ? "
-                "ORDER BY originator_version",
-                (originator_id,),
-            )
+            c.execute(chained_stream_sql(self.events_table_name, "rowid", "?"), (originator_id,))
             return [ChainedEvent(o, v, t, bytes(s), h, at) for o, v, t, s, h, at in c.fetchall()]
 
     def fill_chains(

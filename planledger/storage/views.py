@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from domain.errors import CorruptHistory
-from planledger.storage.scan import ChainedEvent
+from planledger.storage.scan import ChainedEvent, chained_stream_sql
 from planledger.storage.schema import VIEWS
 from planledger.storage.settings import DatabaseSettings
 from planledger.storage.shares import SqliteShares, event_row_sql
@@ -298,12 +298,8 @@ class ViewStore(ABC):
     def chained_rows(self, originator_id: str) -> list[ChainedEvent]:
         """The stream's events in order, each with its chain (what a read checks its view's
         events by, domain.chain)."""
-        rows = self._query(
-            f"SELECT originator_id, originator_version, topic, state, chain, {self.id_column} "
-            f"FROM {self.events_table} WHERE originator_id = {self.placeholder} "
-            "ORDER BY originator_version",
-            (originator_id,),
-        )
+        sql = chained_stream_sql(self.events_table, self.id_column, self.placeholder)
+        rows = self._query(sql, (originator_id,))
         return [ChainedEvent(o, v, t, bytes(s), h, at) for o, v, t, s, h, at in rows]
 
     # -- the audit's own tables (checkpoints, tokens) -----------------------------------------
